@@ -1,0 +1,87 @@
+"""The four exported methods of a Parakeet TDT .pte, as ``torch.nn.Module`` wrappers over NeMo's own modules.
+
+Nothing here re-implements the model: each wrapper calls the NeMo module whose behaviour the method must have,
+and only reshapes inputs and outputs into the fixed, batch-size-1 signatures the runners use:
+
+==============  =============================================================  ===================================
+method          inputs                                                         outputs
+==============  =============================================================  ===================================
+preprocessor    audio float32 [S] (16 kHz mono, S a multiple of the hop),      features float32 [1, F, T_mel],
+                length int64 [1] (valid samples, <= S)                         feature_length int64 [1]
+encoder         features float32 [1, F, T_mel], feature_length int64 [1]       encoded float32 [1, T_enc, J]
+                                                                               (already projected for the joint),
+                                                                               encoded_length int64 [1]
+decoder_step    token int64 [1, 1], h float32 [L, 1, H], c float32 [L, 1, H]   prediction float32 [1, 1, J]
+                                                                               (projected), h, c
+joint           encoded frame float32 [1, 1, J], prediction [1, 1, J]          token int64 [1], duration_index
+                                                                               int64 [1]
+==============  =============================================================  ===================================
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+class PreprocessorMethod(torch.nn.Module):
+    """NeMo's ``AudioToMelSpectrogramPreprocessor`` on one waveform (dither off: eval mode)."""
+
+    def __init__(self, preprocessor):
+        super().__init__()
+        self.preprocessor = preprocessor
+
+    def forward(self, audio: torch.Tensor, length: torch.Tensor):
+        features, feature_length = self.preprocessor(input_signal=audio.unsqueeze(0), length=length)
+        return features, feature_length
+
+
+class EncoderMethod(torch.nn.Module):
+    """NeMo's ``ConformerEncoder`` followed by the joint's encoder projection (``RNNTJoint.project_encoder``)."""
+
+    def __init__(self, encoder, joint):
+        super().__init__()
+        self.encoder = encoder
+        self.project_encoder = joint.project_encoder
+
+    def forward(self, features: torch.Tensor, feature_length: torch.Tensor):
+        encoded, encoded_length = self.encoder(audio_signal=features, length=feature_length)
+        return self.project_encoder(encoded.transpose(1, 2)), encoded_length
+
+
+class DecoderStepMethod(torch.nn.Module):
+    """One step of NeMo's ``RNNTDecoder`` prediction network plus ``RNNTJoint.project_prednet``.
+
+    Blank (the start symbol) embeds to zeros, as NeMo's ``predict(None, ...)`` does for ``_SOS``; the mask makes
+    this hold even if the embedding's padding row were ever trained away from zero.
+    """
+
+    def __init__(self, decoder, joint):
+        super().__init__()
+        self.decoder = decoder
+        self.project_prednet = joint.project_prednet
+        self.blank_id = int(decoder.blank_idx)
+
+    def forward(self, token: torch.Tensor, h: torch.Tensor, c: torch.Tensor):
+        embedded = self.decoder.prediction["embed"](token)
+        embedded = embedded * (token != self.blank_id).unsqueeze(-1).to(embedded.dtype)
+        out, (h_new, c_new) = self.decoder.prediction["dec_rnn"](embedded.transpose(0, 1), (h, c))
+        return self.project_prednet(out.transpose(0, 1)), h_new, c_new
+
+
+class JointMethod(torch.nn.Module):
+    """NeMo's ``RNNTJoint.joint_after_projection`` with the greedy argmaxes inside the graph.
+
+    The output [V + 1 + D] is split into token logits (blank last) and duration logits before any argmax,
+    as NeMo's TDT decoders do.
+    """
+
+    def __init__(self, joint, num_token_classes: int):
+        super().__init__()
+        self.joint = joint
+        self.num_token_classes = int(num_token_classes)
+
+    def forward(self, encoded_frame: torch.Tensor, prediction: torch.Tensor):
+        logits = self.joint.joint_after_projection(encoded_frame, prediction).reshape(-1)
+        token = torch.argmax(logits[: self.num_token_classes], dim=0, keepdim=True)
+        duration_index = torch.argmax(logits[self.num_token_classes:], dim=0, keepdim=True)
+        return token, duration_index

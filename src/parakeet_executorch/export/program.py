@@ -1,0 +1,69 @@
+"""torch.export of the four methods, with the audio length dynamic over the supported range."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import torch
+from torch.export import Dim, ExportedProgram, export
+
+from .load import ModelMetadata
+from .methods import DecoderStepMethod, EncoderMethod, JointMethod, PreprocessorMethod
+
+
+@contextmanager
+def _cpu_only_preprocessor():
+    # NeMo's featurizer takes a different, data-dependent path when CUDA is present; export the CPU path.
+    saved = torch.cuda.is_available
+    torch.cuda.is_available = lambda: False
+    try:
+        yield
+    finally:
+        torch.cuda.is_available = saved
+
+
+def export_methods(nemo_model, meta: ModelMetadata, dtype: torch.dtype = torch.float32,
+                   device: str = "cpu") -> dict[str, ExportedProgram]:
+    """Export ``preprocessor``, ``encoder``, ``decoder_step`` and ``joint`` (see ``methods.py`` for signatures).
+
+    The preprocessor's input length is ``hop_length x k`` samples for k over the supported range; the encoder is
+    exported with the longest supported input as its example so that ``Dim.AUTO`` keeps the whole range (a shorter
+    example makes the upper bound too small and long audio then fails at run time).
+
+    Args:
+        nemo_model: loaded NeMo TDT model (eval mode).
+        meta: the model's metadata (supported range, shapes).
+        dtype: float dtype of encoder/decoder/joint inputs (the preprocessor always runs in float32).
+        device: where the encoder, decoder and joint are traced ("cuda" for the CUDA backend).
+    """
+    programs = {}
+    hop = meta.hop_length
+    with torch.no_grad(), _cpu_only_preprocessor():
+        pre = PreprocessorMethod(nemo_model.preprocessor).eval()
+        max_samples = meta.max_audio_samples
+        audio = torch.randn(max_samples) * 0.1
+        frames = Dim("audio_hops", min=meta.min_audio_samples // hop, max=max_samples // hop)
+        programs["preprocessor"] = export(
+            pre, (audio, torch.tensor([max_samples], dtype=torch.int64)),
+            dynamic_shapes={"audio": {0: hop * frames}, "length": {}}, strict=False)
+        features, feature_length = pre(audio, torch.tensor([max_samples], dtype=torch.int64))
+
+    # The relative-position table must cover the longest input before tracing, or the encoder would try to
+    # grow it at run time.
+    nemo_model.encoder.set_max_audio_length(features.shape[-1] + 1)
+    nemo_model.to(device=device, dtype=dtype)
+    with torch.no_grad():
+        enc = EncoderMethod(nemo_model.encoder, nemo_model.joint).eval()
+        programs["encoder"] = export(
+            enc, (features.to(device=device, dtype=dtype), feature_length.to(device)),
+            dynamic_shapes={"features": {2: Dim.AUTO}, "feature_length": {}}, strict=False)
+
+        step = DecoderStepMethod(nemo_model.decoder, nemo_model.joint).eval()
+        state = torch.zeros(meta.num_lstm_layers, 1, meta.pred_hidden, dtype=dtype, device=device)
+        token = torch.tensor([[meta.blank_id]], dtype=torch.int64, device=device)
+        programs["decoder_step"] = export(step, (token, state, state.clone()), strict=False)
+
+        joint = JointMethod(nemo_model.joint, meta.vocab_size + 1).eval()
+        frame = torch.randn(1, 1, meta.joint_hidden, dtype=dtype, device=device)
+        programs["joint"] = export(joint, (frame, frame.clone()), strict=False)
+    return programs

@@ -1,0 +1,79 @@
+"""An exported Parakeet TDT .pte loaded with ExecuTorch's Python runtime: its methods and metadata."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from ..export.load import ModelMetadata
+
+REQUIRED_METHODS = ("preprocessor", "encoder", "decoder_step", "joint")
+_METADATA_FIELDS = tuple(ModelMetadata.__dataclass_fields__)
+
+
+class PteModelError(RuntimeError):
+    """The .pte is missing, unreadable, lacks a required method, or was given input it does not support."""
+
+
+class PteModel:
+    """The four compute methods of an exported .pte plus its metadata (``ModelMetadata``).
+
+    Args:
+        path: the ``model.pte`` written by ``parakeet-export``.
+    Raises:
+        PteModelError: missing file, not an ExecuTorch program, or a required method/metadata entry missing.
+    """
+
+    def __init__(self, path: str | Path):
+        from executorch.runtime import Runtime
+
+        path = Path(path)
+        if not path.is_file():
+            raise PteModelError(f"model file not found: {path}. Export one with parakeet-export.")
+        try:
+            self._program = Runtime.get().load_program(path)
+        except Exception as exc:
+            raise PteModelError(f"cannot load {path} as an ExecuTorch program: {exc}") from exc
+        names = set(self._program.method_names)
+        missing = [m for m in REQUIRED_METHODS + _METADATA_FIELDS if m not in names]
+        if missing:
+            raise PteModelError(f"{path} lacks method(s) {', '.join(missing)}; re-export it with parakeet-export")
+        self.path = path
+        self.metadata = ModelMetadata(**{f: self._constant(f) for f in _METADATA_FIELDS})
+        self._methods = {name: self._program.load_method(name) for name in REQUIRED_METHODS}
+
+    def _constant(self, name: str):
+        values = self._program.load_method(name).execute([])
+        if name == "durations":
+            return [int(v) for v in values]
+        return values[0]
+
+    def preprocessor(self, audio: torch.Tensor, length: int) -> tuple[torch.Tensor, int]:
+        """Log-mel features of a hop-aligned waveform: float32 [S] -> ([1, F, T_mel], valid frames)."""
+        features, feature_length = self._methods["preprocessor"].execute(
+            [audio, torch.tensor([length], dtype=torch.int64)])
+        return features, int(feature_length.item())
+
+    def encoder(self, features: torch.Tensor, feature_length: int) -> tuple[torch.Tensor, int]:
+        """Projected encoder frames: [1, F, T_mel] -> ([1, T_enc, J], valid encoder frames)."""
+        encoded, encoded_length = self._methods["encoder"].execute(
+            [features, torch.tensor([feature_length], dtype=torch.int64)])
+        return encoded, int(encoded_length.item())
+
+    def decoder_step(self, token: int, state: tuple[torch.Tensor, torch.Tensor]):
+        """One prediction-network step: (token id, (h, c)) -> (prediction [1, 1, J], (h, c))."""
+        prediction, h, c = self._methods["decoder_step"].execute(
+            [torch.tensor([[token]], dtype=torch.int64), state[0], state[1]])
+        return prediction, (h, c)
+
+    def joint(self, encoded_frame: torch.Tensor, prediction: torch.Tensor) -> tuple[int, int]:
+        """Greedy joint step: ([1, 1, J], [1, 1, J]) -> (token id, duration index)."""
+        token, duration_index = self._methods["joint"].execute([encoded_frame, prediction])
+        return int(token.item()), int(duration_index.item())
+
+    def initial_state(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Zero LSTM state (h, c), each float32 [layers, 1, hidden]."""
+        shape = (self.metadata.num_lstm_layers, 1, self.metadata.pred_hidden)
+        return torch.zeros(shape), torch.zeros(shape)
+

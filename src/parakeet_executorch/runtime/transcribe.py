@@ -1,0 +1,120 @@
+"""The Python runner's pipeline: waveform -> preprocessor -> encoder -> greedy TDT decoding -> timed transcript."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from ..decoding.tdt_greedy import DecodedToken, greedy_tdt_decode
+from ..decoding.timestamps import (Span, punctuation_of_vocab, segment_spans, set_seconds, token_spans,
+                                   transcript_text, word_spans)
+from ..tokenizer import Tokenizer
+from .pte_model import PteModel, PteModelError
+
+
+class AudioRangeError(PteModelError):
+    """The audio is longer than the .pte's supported range."""
+
+
+@dataclass
+class Transcript:
+    """A transcription with timestamps (seconds) at token, word and segment level, and stage timings."""
+
+    text: str
+    tokens: list[Span] = field(default_factory=list)
+    words: list[Span] = field(default_factory=list)
+    segments: list[Span] = field(default_factory=list)
+    audio_seconds: float = 0.0
+    timings: dict = field(default_factory=dict)
+
+    def as_dict(self, levels: tuple[str, ...] = ("tokens", "words", "segments")) -> dict:
+        """JSON-ready dict: ``{"text", "tokens": [{"id","text","start","end"}], "words": [...], "segments": [...]}``."""
+        out: dict = {"text": self.text}
+        for level in levels:
+            out[level] = [{k: v for k, v in s.as_dict().items() if k not in ("start_offset", "end_offset")}
+                          for s in getattr(self, level)]
+        return out
+
+
+class Transcriber:
+    """Runs an exported .pte on waveforms and turns the greedy TDT output into a timed transcript.
+
+    Args:
+        model: the loaded .pte.
+        tokenizer: its SentencePiece tokenizer.
+    Raises:
+        TokenizerError: the tokenizer's size differs from the model's vocabulary.
+    """
+
+    def __init__(self, model: PteModel, tokenizer: Tokenizer):
+        tokenizer.check_vocab(model.metadata.vocab_size)
+        self.model = model
+        self.tokenizer = tokenizer
+        self._pieces = [tokenizer.piece(i) for i in range(tokenizer.vocab_size)]
+        self._punctuation = punctuation_of_vocab(self._pieces)
+
+    @property
+    def max_audio_seconds(self) -> float:
+        meta = self.model.metadata
+        return meta.max_audio_samples / meta.sample_rate
+
+    def decode_tokens(self, audio: np.ndarray) -> tuple[list[DecodedToken], dict]:
+        """Run the four methods on one waveform and decode greedily.
+
+        Args:
+            audio: float32 [samples] at the model's sample rate, at most ``max_audio_samples`` long.
+        Returns:
+            (decoded tokens, stage timings in seconds: preprocess, encode, decode).
+        Raises:
+            AudioRangeError: the audio is longer than the .pte supports.
+        """
+        meta = self.model.metadata
+        n = int(audio.shape[0])
+        if n > meta.max_audio_samples:
+            raise AudioRangeError(
+                f"audio is {n / meta.sample_rate:.2f} s long; this model.pte supports up to "
+                f"{self.max_audio_seconds:.2f} s. Split the audio, or re-export with a larger --max-audio-seconds.")
+        timings = {"preprocess": 0.0, "encode": 0.0, "decode": 0.0}
+        if n == 0:
+            return [], timings
+        # The preprocessor takes a whole number of hops and at least its traced minimum; the zeros added here lie
+        # past `length`, where NeMo's featurizer masks them out, exactly as batch padding in NeMo.
+        padded = max(-(-n // meta.hop_length) * meta.hop_length, meta.min_audio_samples)
+        wave = torch.zeros(padded, dtype=torch.float32)
+        wave[:n] = torch.from_numpy(np.ascontiguousarray(audio, dtype=np.float32))
+        t0 = time.perf_counter()
+        features, feature_length = self.model.preprocessor(wave, n)
+        t1 = time.perf_counter()
+        encoded, num_frames = self.model.encoder(features, feature_length)
+        t2 = time.perf_counter()
+        frames = [encoded[:, t:t + 1, :].contiguous() for t in range(num_frames)]
+        tokens = greedy_tdt_decode(
+            num_frames,
+            joint=lambda t, prediction: self.model.joint(frames[t], prediction),
+            predict=self.model.decoder_step,
+            initial_state=self.model.initial_state(),
+            blank_id=meta.blank_id,
+            durations=meta.durations,
+            max_symbols=meta.max_symbols_per_step,
+        )
+        timings.update(preprocess=t1 - t0, encode=t2 - t1, decode=time.perf_counter() - t2)
+        return tokens, timings
+
+    def transcribe(self, audio: np.ndarray) -> Transcript:
+        """Transcribe one waveform (float32 [samples] at the model's sample rate) with all timestamp levels."""
+        meta = self.model.metadata
+        tokens, timings = self.decode_tokens(audio)
+        ids = [t.id for t in tokens]
+        texts = [self.tokenizer.decode([i]) for i in ids]
+        pieces = [self._pieces[i] for i in ids]
+        spans = token_spans(tokens, texts, self._punctuation)
+        words = word_spans(spans, pieces, self.tokenizer.decode_pieces, self._punctuation)
+        segments = segment_spans(words)
+        for level in (spans, words, segments):
+            set_seconds(level, meta.window_stride, meta.subsampling_factor)
+        text = transcript_text(self.tokenizer.decode(ids), self._punctuation)
+        return Transcript(text, spans, words, segments, audio_seconds=audio.shape[0] / meta.sample_rate,
+                          timings=timings)
