@@ -1,0 +1,86 @@
+"""Backends an export can target, the host each needs, and their ExecuTorch partitioners.
+
+Host requirements are checked from the command line alone, before any model is loaded, so a user on the wrong
+machine learns it in a second rather than after minutes of loading and tracing.
+"""
+
+from __future__ import annotations
+
+import platform
+
+import torch
+from torch.export import ExportedProgram
+
+BACKENDS = ("portable", "xnnpack", "metal", "cuda")
+COMPUTE_METHODS = ("encoder", "decoder_step", "joint")  # the preprocessor always runs on the portable kernels
+
+
+class BackendError(RuntimeError):
+    """The chosen backend cannot be lowered on this host, or does not take the chosen dtype."""
+
+
+def check_host(backend: str, dtype: str) -> None:
+    """Raise BackendError when this host cannot lower ``backend`` with ``dtype`` ("fp32" or "bf16")."""
+    if backend not in BACKENDS:
+        raise BackendError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    if dtype == "bf16" and backend in ("portable", "xnnpack"):
+        raise BackendError(f"--dtype bf16 is for the metal and cuda backends; export {backend} with --dtype fp32")
+    if backend == "metal":
+        if platform.system() != "Darwin" or platform.machine() != "arm64":
+            raise BackendError(
+                f"--backend metal needs a Mac with Apple silicon (macOS arm64) to compile the Metal kernels; this "
+                f"host is {platform.system()} {platform.machine()}. Run the export on a Mac, or pick xnnpack.")
+        if not torch.backends.mps.is_available():
+            raise BackendError("--backend metal needs the MPS device, which PyTorch reports unavailable on this Mac")
+    if backend == "cuda":
+        if not torch.cuda.is_available():
+            raise BackendError("--backend cuda needs an NVIDIA GPU with a CUDA build of PyTorch and Triton at export "
+                               "time; this host has none. Export on a CUDA machine, or pick xnnpack.")
+
+
+def partitioners(backend: str, programs: dict[str, ExportedProgram]):
+    """Return (partitioner per method, programs rewritten as the backend needs) for ``to_edge_transform_and_lower``."""
+    if backend == "portable":
+        return {name: [] for name in programs}, programs
+    if backend == "xnnpack":
+        from executorch.backends.xnnpack.partition.xnnpack_partitioner import (
+            XnnpackDynamicallyQuantizedPartitioner, XnnpackPartitioner)
+
+        return ({name: ([XnnpackDynamicallyQuantizedPartitioner(), XnnpackPartitioner()]
+                        if name in COMPUTE_METHODS else []) for name in programs}, programs)
+    if backend == "metal":
+        return _metal_partitioners(programs)
+    if backend == "cuda":
+        return _cuda_partitioners(programs)
+    raise BackendError(f"unknown backend {backend!r}")
+
+
+def _linear_as_matmul(input, weight, bias=None):
+    # Metal's AOTInductor path mishandles addmm's reinterpreted 0-stride bias; matmul + add avoids it.
+    out = torch.ops.aten.matmul.default(input, torch.ops.aten.t.default(weight))
+    return out if bias is None else torch.ops.aten.add.Tensor(out, bias)
+
+
+def _metal_partitioners(programs):
+    from executorch.backends.apple.metal.metal_backend import MetalBackend
+    from executorch.backends.apple.metal.metal_partitioner import MetalPartitioner
+
+    table = torch.export.default_decompositions()
+    table[torch.ops.aten.linear.default] = _linear_as_matmul
+    rewritten = {name: (ep.run_decompositions(table) if name in COMPUTE_METHODS else ep)
+                 for name, ep in programs.items()}
+    parts = {name: ([MetalPartitioner([MetalBackend.generate_method_name_compile_spec(name)])]
+                    if name in COMPUTE_METHODS else []) for name in programs}
+    return parts, rewritten
+
+
+def _cuda_partitioners(programs):
+    from executorch.backends.cuda.cuda_backend import CudaBackend
+    from executorch.backends.cuda.cuda_partitioner import CudaPartitioner
+    from torch._inductor.decomposition import conv1d_to_conv2d
+
+    rewritten = {name: (ep.run_decompositions({torch.ops.aten.conv1d.default: conv1d_to_conv2d})
+                        if name in COMPUTE_METHODS else ep) for name, ep in programs.items()}
+    parts = {name: ([CudaPartitioner([CudaBackend.generate_method_name_compile_spec(name)])]
+                    if name in COMPUTE_METHODS else []) for name in programs}
+    return parts, rewritten

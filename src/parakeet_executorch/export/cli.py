@@ -1,0 +1,119 @@
+"""``parakeet-export`` (and ``examples/parakeet/export_parakeet_tdt.py``): NeMo TDT checkpoint -> one ExecuTorch .pte.
+
+Stages, each printed with its wall time: check arguments and host, load, quantize, export, lower, serialize.
+``DIR/model.pte`` is written atomically (a temporary file renamed into place), so a failure leaves no partial file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+DEFAULT_MIN_AUDIO_SECONDS = 0.1
+DEFAULT_MAX_AUDIO_SECONDS = 60.0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .backends import BACKENDS
+    from .recipes import RECIPES
+
+    p = argparse.ArgumentParser(
+        prog="parakeet-export",
+        description="Export a NeMo Parakeet TDT checkpoint to one ExecuTorch .pte with methods preprocessor, "
+                    "encoder, decoder_step and joint, plus metadata methods.")
+    p.add_argument("--model", default="nvidia/parakeet-tdt-0.6b-v3",
+                   help="a .nemo file, or a Hugging Face id (nvidia/parakeet-tdt-0.6b-v3, nvidia/parakeet-tdt-0.6b-v2)")
+    p.add_argument("--backend", choices=BACKENDS, default="xnnpack", help="ExecuTorch backend (default: xnnpack)")
+    p.add_argument("--quantize", choices=RECIPES, default="none",
+                   help="quantization recipe for encoder and decoder/joint linears (default: none)")
+    p.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32",
+                   help="float dtype of encoder/decoder/joint (bf16: metal and cuda only)")
+    p.add_argument("--output-dir", default="parakeet_tdt_exports", help="writes model.pte and tokenizer.model here")
+    p.add_argument("--max-audio-seconds", type=float, default=DEFAULT_MAX_AUDIO_SECONDS,
+                   help=f"longest audio the .pte accepts in one call (default {DEFAULT_MAX_AUDIO_SECONDS:g} s)")
+    return p
+
+
+@contextmanager
+def _stage(name: str):
+    print(f"[{name}] ...", flush=True)
+    t0 = time.perf_counter()
+    yield
+    print(f"[{name}] done in {time.perf_counter() - t0:.1f} s", flush=True)
+
+
+def run_export(args: argparse.Namespace) -> Path:
+    """Run every stage for parsed arguments; returns the .pte path. Raises on any failure, leaving no .pte."""
+    import torch
+
+    from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge_transform_and_lower
+
+    from .backends import check_host, partitioners
+    from .load import load_nemo_model, read_metadata
+    from .program import export_methods
+    from .recipes import check_recipe
+
+    check_host(args.backend, args.dtype)
+    check_recipe(args.quantize, args.backend)
+    if not DEFAULT_MIN_AUDIO_SECONDS < args.max_audio_seconds <= 600:
+        raise ValueError(f"--max-audio-seconds must be in ({DEFAULT_MIN_AUDIO_SECONDS}, 600], "
+                         f"got {args.max_audio_seconds}")
+    out_dir = Path(args.output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    with _stage("load"):
+        model = load_nemo_model(args.model)
+        meta = read_metadata(model, DEFAULT_MIN_AUDIO_SECONDS, args.max_audio_seconds)
+    print(f"  supported audio: {meta.min_audio_samples / meta.sample_rate:g} s to "
+          f"{meta.max_audio_samples / meta.sample_rate:g} s per call (shorter input is zero-padded by the runners)")
+    with _stage("export"):
+        dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
+        programs = export_methods(model, meta, dtype=dtype, device="cuda" if args.backend == "cuda" else "cpu")
+    with _stage(f"lower ({args.backend})"):
+        parts, programs = partitioners(args.backend, programs)
+        edge = to_edge_transform_and_lower(
+            programs, partitioner=parts, constant_methods=meta.constant_methods(),
+            compile_config=EdgeCompileConfig(_check_ir_validity=False))
+        program = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=True))
+    with _stage("serialize"):
+        pte = out_dir / "model.pte"
+        _write_atomically(pte, program.buffer)
+        if getattr(program, "_tensor_data", None):
+            program.write_tensor_data_to_file(str(out_dir))
+        _write_atomically(out_dir / "tokenizer.model", model.tokenizer.tokenizer.serialized_model_proto())
+    print(f"wrote {pte} ({pte.stat().st_size / 1e6:.1f} MB) and {out_dir / 'tokenizer.model'}")
+    return pte
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from .backends import BackendError
+    from .load import ModelLoadError
+    from .recipes import RecipeError
+
+    try:
+        run_export(args)
+    except (BackendError, ModelLoadError, RecipeError, ValueError) as exc:
+        print(f"parakeet-export: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,252 @@
+"""Registration of ``torchao::_linear_fp_act_{n}bit_weight`` (n = 1..8) and ``torchao::_pack_weight_{n}bit``.
+
+Schemas are torchao's::
+
+    _pack_weight_{n}bit(Tensor W) -> Tensor
+    _linear_fp_act_{n}bit_weight(Tensor A, Tensor B, int group_size, Tensor S, Tensor Z) -> Tensor
+    _linear_fp_act_{n}bit_weight.out(Tensor A, Tensor B, int group_size, Tensor S, Tensor Z, *, Tensor(a!) out) -> Tensor(a!)
+
+Where torchao's own MPS library is loadable (a Mac with a torchao source build), it is loaded
+first and its definitions and MPS kernels are used; this module then only adds the kernels
+that library lacks (CPU, CUDA).  Otherwise this module defines the ops and registers Meta
+(fake, symbolic M), CPU, CUDA and MPS kernels.  Call :func:`register` (idempotent; importing
+``parakeet_executorch.lowbit`` calls it).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import torch
+
+from .packing import pack_lowbit, unit_layout, unpack_lowbit
+from .qparams import ACT_DTYPES, GROUP_SIZES
+
+log = logging.getLogger(__name__)
+
+OP_BITWIDTHS = tuple(range(1, 9))
+_LIB: torch.library.Library | None = None
+_REGISTERED = False
+#: Which library supplies the MPS kernels: "torchao" (source build loaded) or "parakeet_executorch".
+MPS_PROVIDER = "parakeet_executorch"
+#: Rows of packed weight processed per step of the CPU/CUDA kernels (bounds temporary memory).
+_CHUNK_ELEMS = int(os.environ.get("PARAKEET_LOWBIT_CHUNK_ELEMS", str(1 << 16)))
+#: At or below this many activation rows the kernel never forms S*q+Z (per-group identity path).
+SMALL_M = 16
+
+
+def linear_op_name(bitwidth: int) -> str:
+    """``"_linear_fp_act_{n}bit_weight"`` for bit width n."""
+    return f"_linear_fp_act_{bitwidth}bit_weight"
+
+
+def linear_op(bitwidth: int):
+    """The ``torch.ops.torchao`` overload packet for bit width n (after :func:`register`)."""
+    register()
+    return getattr(torch.ops.torchao, linear_op_name(bitwidth))
+
+
+def check_linear_args(A: torch.Tensor, B: torch.Tensor, group_size: int, S: torch.Tensor,
+                      Z: torch.Tensor, bitwidth: int) -> tuple[int, int, int]:
+    """Validate operands of ``_linear_fp_act_{n}bit_weight``; return ``(M, K, N)``.
+
+    Rules: A is 2-D ``[M, K]`` fp32/fp16/bf16; B uint8 ``[N, K*n/8]``; group_size in
+    {32, 64, 128, 256}; ``K % 8 == 0``; ``K % group_size == 0``; S and Z ``[N, K/group_size]``
+    with A's dtype; all on one device.  Raises ``ValueError`` naming the broken rule.
+    M may be symbolic (no rule depends on it here; Metal's ``N % 4`` rule is checked by
+    :func:`parakeet_executorch.lowbit.check_linear_shape` and by the MPS kernel).
+    """
+    name = f"torchao::{linear_op_name(bitwidth)}"
+    if A.dim() != 2:
+        raise ValueError(f"{name}: A must be 2-D [M, K], got shape {tuple(A.shape)}")
+    if A.dtype not in ACT_DTYPES:
+        raise ValueError(f"{name}: A must be float32, float16 or bfloat16, got {A.dtype}")
+    if B.dtype != torch.uint8 or B.dim() != 2:
+        raise ValueError(f"{name}: B must be a 2-D uint8 tensor, got {B.dtype} {tuple(B.shape)}")
+    if group_size not in GROUP_SIZES:
+        raise ValueError(f"{name}: group_size must be one of {list(GROUP_SIZES)}, got {group_size}")
+    M, K = A.shape
+    N = B.shape[0]
+    if K % 8 != 0:
+        raise ValueError(f"{name}: K = {K} must be a multiple of 8")
+    if K % group_size != 0:
+        raise ValueError(f"{name}: K = {K} must be a multiple of group_size = {group_size}")
+    if B.shape[1] != K * bitwidth // 8:
+        raise ValueError(f"{name}: B must be [N, K*{bitwidth}/8] = [N, {K * bitwidth // 8}] for K = {K}, "
+                         f"got {tuple(B.shape)}")
+    G = K // group_size
+    for label, t in (("S", S), ("Z", Z)):
+        if t.dim() != 2 or t.shape[0] != N or t.shape[1] != G:
+            raise ValueError(f"{name}: {label} must be [N, K/group_size] = [{N}, {G}], got {tuple(t.shape)}")
+        if t.dtype != A.dtype:
+            raise ValueError(f"{name}: {label} must have A's dtype {A.dtype}, got {t.dtype}")
+        if t.device != A.device:
+            raise ValueError(f"{name}: {label} is on {t.device} but A is on {A.device}")
+    if B.device != A.device:
+        raise ValueError(f"{name}: B is on {B.device} but A is on {A.device}")
+    return M, K, N
+
+
+def _compute_dtype(A: torch.Tensor) -> torch.dtype:
+    # CPU half-precision GEMMs are slow and less accurate: accumulate in fp32 there.
+    if A.device.type == "cpu":
+        return torch.float32
+    return A.dtype
+
+
+def _unpack_float(B: torch.Tensor, bitwidth: int, k: int, dtype: torch.dtype) -> torch.Tensor:
+    return unpack_lowbit(B, bitwidth, k, dtype=dtype)
+
+
+def linear_reference_kernel(A, B, group_size, S, Z, bitwidth: int, out: torch.Tensor | None = None):
+    """PyTorch-level kernel used for CPU and CUDA (and MPS for shapes PyTorch's int4 kernel cannot take).
+
+    ``M <= SMALL_M``: per row-chunk of the weight, unpack q (never S*q+Z) and compute
+    ``y = sum_g S_g * (A_g . q_g) + Z_g * sum(A_g)`` with a batched GEMM over groups.
+    Larger M: dequantize one row-chunk at a time into a small buffer and GEMM it.  Temporary
+    memory is bounded by ``_CHUNK_ELEMS`` weight elements (plus ``M x chunk`` outputs).
+
+    Shapes as in :func:`check_linear_args`; returns ``[M, N]`` in A's dtype (written to
+    ``out`` when given).
+    """
+    M, K, N = check_linear_args(A, B, group_size, S, Z, bitwidth)
+    if out is None:
+        out = torch.empty((M, N), dtype=A.dtype, device=A.device)
+    elif out.shape != (M, N) or out.dtype != A.dtype or out.device != A.device:
+        raise ValueError(f"out must be [{M}, {N}] {A.dtype} on {A.device}, got {tuple(out.shape)} {out.dtype} "
+                         f"on {out.device}")
+    if M == 0 or N == 0:
+        return out
+    cdt = _compute_dtype(A)
+    G = K // group_size
+    a = A.to(cdt)
+    vals, unit_bytes = unit_layout(bitwidth)
+    rows = max(1, _CHUNK_ELEMS // K)
+    if M <= SMALL_M:
+        ag = a.reshape(M, G, group_size).transpose(0, 1)  # [G, M, g]
+        asum_t = ag.sum(dim=-1).t()  # [M, G]
+        for n0 in range(0, N, rows):
+            n1 = min(N, n0 + rows)
+            q = _unpack_float(B[n0:n1], bitwidth, K, cdt).reshape(n1 - n0, G, group_size)
+            part = torch.bmm(ag, q.permute(1, 2, 0))  # [G, M, nc]
+            s = S[n0:n1].to(cdt).t().unsqueeze(1)  # [G, 1, nc]
+            y = torch.addmm((part * s).sum(dim=0), asum_t, Z[n0:n1].to(cdt).t())
+            out[:, n0:n1] = y
+    else:
+        for n0 in range(0, N, rows):
+            n1 = min(N, n0 + rows)
+            q = _unpack_float(B[n0:n1], bitwidth, K, cdt).reshape(n1 - n0, G, group_size)
+            w = torch.addcmul(Z[n0:n1].to(cdt).unsqueeze(-1), q, S[n0:n1].to(cdt).unsqueeze(-1))
+            out[:, n0:n1] = a @ w.reshape(n1 - n0, K).t()
+    return out
+
+
+def _mps_kernel(A, B, group_size, S, Z, bitwidth: int, out=None):
+    """MPS kernel (not run in this project's CI): PyTorch's int4pack matmul for 4-bit, else the
+    PyTorch-level kernel.  Enforces Metal's ``N % 4 == 0 unless M == 1`` rule."""
+    M, K, N = check_linear_args(A, B, group_size, S, Z, bitwidth)
+    if M > 1 and N % 4 != 0:
+        raise ValueError(f"torchao::{linear_op_name(bitwidth)} on MPS: N = {N} must be a multiple of 4 when M > 1")
+    if bitwidth == 4 and N % 8 == 0 and K % 32 == 0:
+        # PyTorch's MPS int4 kernel reads torchao's 4-bit bytes as they are; its zero is applied to
+        # (q - 8): w = (q - 8) * S + Zt  =>  Zt = Z + 8 * S.
+        sz = torch.stack([S, Z + 8 * S], dim=-1).transpose(0, 1).contiguous()  # [G, N, 2]
+        y = torch._weight_int4pack_mm(A.contiguous(), B, group_size, sz)
+        if out is None:
+            return y
+        out.copy_(y)
+        return out
+    return linear_reference_kernel(A, B, group_size, S, Z, bitwidth, out=out)
+
+
+def _try_load_torchao_mps() -> bool:
+    """Load torchao's own MPS op library when it exists (source build on a Mac). True if loaded."""
+    global MPS_PROVIDER
+    if not (hasattr(torch.backends, "mps") and torch.backends.mps.is_available()):
+        return False
+    try:
+        import torchao.experimental.ops.mps  # noqa: F401  (loads libtorchao_ops_mps_aten and Meta kernels)
+    except Exception as exc:  # not built: report and use ours
+        log.info("torchao MPS op library not available (%s); using parakeet_executorch kernels", exc)
+        return False
+    MPS_PROVIDER = "torchao"
+    return True
+
+
+def _has_op(name: str, overload: str = "default") -> bool:
+    try:
+        packet = getattr(torch.ops.torchao, name)
+    except (AttributeError, RuntimeError):
+        return False
+    return overload in packet.overloads()
+
+
+def _has_kernel(qualname: str, key: str) -> bool:
+    return torch._C._dispatch_has_kernel_for_dispatch_key(qualname, key)
+
+
+def register() -> None:
+    """Define (if missing) and implement the torchao low-bit ops for n = 1..8.  Idempotent."""
+    global _LIB, _REGISTERED
+    if _REGISTERED:
+        return
+    import torchao  # noqa: F401  (its library must be loaded before we decide what is missing)
+    _try_load_torchao_mps()
+    lib = torch.library.Library("torchao", "FRAGMENT")
+    for n in OP_BITWIDTHS:
+        _register_bitwidth(lib, n)
+    _LIB = lib
+    _REGISTERED = True
+
+
+def _register_bitwidth(lib: torch.library.Library, n: int) -> None:
+    lin = linear_op_name(n)
+    pack = f"_pack_weight_{n}bit"
+    ours_lin = not _has_op(lin)
+    if ours_lin:
+        lib.define(f"{lin}(Tensor A, Tensor B, int group_size, Tensor S, Tensor Z) -> Tensor")
+    ours_out = not _has_op(lin, "out")
+    if ours_out:
+        lib.define(f"{lin}.out(Tensor A, Tensor B, int group_size, Tensor S, Tensor Z, *, Tensor(a!) out) "
+                   "-> Tensor(a!)")
+    if not _has_op(pack):
+        lib.define(f"{pack}(Tensor W) -> Tensor")
+
+    def functional(A, B, group_size, S, Z, _n=n):
+        return linear_reference_kernel(A, B, group_size, S, Z, _n)
+
+    def out_variant(A, B, group_size, S, Z, *, out, _n=n):
+        return linear_reference_kernel(A, B, group_size, S, Z, _n, out=out)
+
+    def mps_functional(A, B, group_size, S, Z, _n=n):
+        return _mps_kernel(A, B, group_size, S, Z, _n)
+
+    def mps_out(A, B, group_size, S, Z, *, out, _n=n):
+        return _mps_kernel(A, B, group_size, S, Z, _n, out=out)
+
+    def meta(A, B, group_size, S, Z, _n=n):
+        check_linear_args(A, B, group_size, S, Z, _n)
+        return A.new_empty((A.shape[0], B.shape[0]))
+
+    def meta_out(A, B, group_size, S, Z, *, out, _n=n):
+        check_linear_args(A, B, group_size, S, Z, _n)
+        return out
+
+    def pack_fn(W, _n=n):
+        if W.dim() != 2:
+            raise ValueError(f"torchao::_pack_weight_{_n}bit: W must be 2-D [N, K], got {tuple(W.shape)}")
+        return pack_lowbit(W, _n)
+
+    def pack_meta(W, _n=n):
+        return W.new_empty((W.shape[0], W.shape[1] * _n // 8), dtype=torch.uint8)
+
+    for op, key, fn in (
+        (lin, "Meta", meta), (f"{lin}.out", "Meta", meta_out),
+        (lin, "CPU", functional), (f"{lin}.out", "CPU", out_variant),
+        (lin, "CUDA", functional), (f"{lin}.out", "CUDA", out_variant),
+        (lin, "MPS", mps_functional), (f"{lin}.out", "MPS", mps_out),
+        (pack, "CPU", pack_fn), (pack, "CUDA", pack_fn), (pack, "MPS", pack_fn), (pack, "Meta", pack_meta),
+    ):
+        if not _has_kernel(f"torchao::{op}", key):
+            lib.impl(op, fn, key)

@@ -1,0 +1,161 @@
+"""Choosing scales and zeros for the low-bit format: min-max and HQQ.
+
+Both return ``(q, S, Z)`` with ``q`` uint8 ``[N, K]`` in ``[0, 2**n - 1]`` and ``S``, ``Z``
+``[N, K/group_size]`` in the requested dtype, so that ``w ≈ q * S + Z`` groupwise.
+``q`` is always computed from the *stored* (rounded to ``dtype``) S and Z, so the
+dequantized weight is the best the stored parameters can give.
+
+Constant groups (all weights equal) get ``S = 1``, ``Z = w`` and ``q = 0``: finite and exact.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .packing import check_bitwidth
+
+ALGORITHMS = ("min_max", "hqq")
+GROUP_SIZES = (32, 64, 128, 256)
+ACT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def check_group_size(group_size: int) -> None:
+    """Raise ``ValueError`` unless ``group_size`` is one of 32, 64, 128, 256."""
+    if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size not in GROUP_SIZES:
+        raise ValueError(f"unsupported group_size {group_size!r}: must be one of {list(GROUP_SIZES)}")
+
+
+def _grouped(weight: torch.Tensor, group_size: int, bitwidth: int, dtype: torch.dtype) -> torch.Tensor:
+    check_bitwidth(bitwidth)
+    check_group_size(group_size)
+    if dtype not in ACT_DTYPES:
+        raise ValueError(f"scale/zero dtype must be one of float32, float16, bfloat16; got {dtype}")
+    if weight.dim() != 2 or not weight.is_floating_point():
+        raise ValueError(f"weight must be a 2-D floating tensor [N, K], got {weight.dtype} {tuple(weight.shape)}")
+    n, k = weight.shape
+    if k % group_size != 0:
+        raise ValueError(f"K = {k} is not a multiple of group_size = {group_size}")
+    w = weight.detach().to(torch.float32)
+    if not bool(torch.isfinite(w).all()):
+        raise ValueError("weight contains NaN or Inf; cannot choose quantization parameters")
+    return w.reshape(n, k // group_size, group_size)
+
+
+def _finish(wg: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor, bitwidth: int,
+            dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Store S, Z in ``dtype``, fix constant/degenerate groups, and quantize with the stored values."""
+    qmax = (1 << bitwidth) - 1
+    gmin = wg.amin(dim=-1)
+    gmax = wg.amax(dim=-1)
+    const = gmax == gmin
+    s = scale.to(dtype)
+    z = zero.to(dtype)
+    # Degenerate groups: a scale that rounded to 0 / non-finite in dtype, or a constant group.
+    bad = const | ~torch.isfinite(s.float()) | (s.float() <= 0) | ~torch.isfinite(z.float())
+    s = torch.where(bad, torch.ones_like(s), s)
+    z = torch.where(bad, gmin.to(dtype), z)
+    sf = s.float().unsqueeze(-1)
+    zf = z.float().unsqueeze(-1)
+    q = torch.round((wg - zf) / sf).clamp_(0, qmax)
+    q = torch.where(bad.unsqueeze(-1), torch.zeros_like(q), q)
+    n = wg.shape[0]
+    return q.to(torch.uint8).reshape(n, -1), s.contiguous(), z.contiguous()
+
+
+def choose_qparams_min_max(weight: torch.Tensor, bitwidth: int, group_size: int,
+                           dtype: torch.dtype = torch.float32):
+    """Min-max asymmetric parameters: ``S = (max - min) / (2**n - 1)``, ``Z = min`` per group.
+
+    Args:
+        weight: float tensor ``[N, K]``, ``K % group_size == 0``, finite.
+        bitwidth: n in 1..8.
+        group_size: 32, 64, 128 or 256.
+        dtype: dtype of S and Z (float32, float16, bfloat16).
+
+    Returns:
+        ``(q uint8 [N, K], S dtype [N, K/g], Z dtype [N, K/g])``.
+
+    Raises:
+        ValueError: bad bit width / group size / dtype / shape, or non-finite weights.
+    """
+    wg = _grouped(weight, group_size, bitwidth, dtype)
+    qmax = (1 << bitwidth) - 1
+    gmin = wg.amin(dim=-1)
+    gmax = wg.amax(dim=-1)
+    return _finish(wg, (gmax - gmin) / qmax, gmin, bitwidth, dtype)
+
+
+def _shrink_lp(x: torch.Tensor, beta: float, p: float) -> torch.Tensor:
+    # Generalised soft-thresholding: proximal operator of |x|^p (p < 1).
+    return torch.sign(x) * torch.relu(x.abs() - (1.0 / beta) * x.abs().clamp_min(1e-8).pow(p - 1))
+
+
+def choose_qparams_hqq(weight: torch.Tensor, bitwidth: int, group_size: int,
+                       dtype: torch.dtype = torch.float32, iters: int = 20, p: float = 0.7,
+                       beta: float = 10.0, kappa: float = 1.01):
+    """HQQ (half-quadratic) parameters: min-max scale, zero refined by an lp-norm proximal solver.
+
+    The zero of each group is optimised to minimise ``||w - dequant(quant(w))||_p^p`` (p < 1,
+    robust to outliers) by alternating a generalised soft-threshold on the error with a
+    closed-form zero update; the best iterate (by mean absolute error) is kept.  The zero
+    may end up non-integer; it is stored as ``Z = -zero * S``.
+
+    Args:
+        weight: float tensor ``[N, K]``, ``K % group_size == 0``, finite.
+        bitwidth: n in 1..8.
+        group_size: 32, 64, 128 or 256.
+        dtype: dtype of S and Z.
+        iters, p, beta, kappa: solver settings (iterations, lp exponent, penalty and its growth).
+
+    Returns:
+        ``(q uint8 [N, K], S dtype [N, K/g], Z dtype [N, K/g])``.
+
+    Raises:
+        ValueError: as :func:`choose_qparams_min_max`.
+    """
+    wg = _grouped(weight, group_size, bitwidth, dtype)
+    qmax = float((1 << bitwidth) - 1)
+    gmin = wg.amin(dim=-1, keepdim=True)
+    gmax = wg.amax(dim=-1, keepdim=True)
+    inv_s = (qmax / (gmax - gmin)).clamp(max=2e4)  # multiplier: q = w * inv_s + zero
+    zero = -gmin * inv_s
+    best_zero = zero.clone()
+    best_err = torch.full_like(zero, float("inf"))
+    for _ in range(iters):
+        wq = torch.round(wg * inv_s + zero).clamp_(0, qmax)
+        wr = (wq - zero) / inv_s
+        err = (wg - wr).abs().mean(dim=-1, keepdim=True)
+        better = err < best_err
+        best_err = torch.where(better, err, best_err)
+        best_zero = torch.where(better, zero, best_zero)
+        we = _shrink_lp(wg - wr, beta, p)
+        zero = torch.mean(wq - (wg - we) * inv_s, dim=-1, keepdim=True)
+        beta *= kappa
+    scale = (1.0 / inv_s).squeeze(-1)
+    return _finish(wg, scale, (-best_zero / inv_s).squeeze(-1), bitwidth, dtype)
+
+
+def choose_qparams(weight: torch.Tensor, bitwidth: int, group_size: int, algorithm: str = "hqq",
+                   dtype: torch.dtype = torch.float32):
+    """Dispatch to :func:`choose_qparams_min_max` (``"min_max"``) or :func:`choose_qparams_hqq` (``"hqq"``).
+
+    Raises ``ValueError`` for an unknown algorithm name.
+    """
+    algo = getattr(algorithm, "value", algorithm)
+    if algo == "min_max":
+        return choose_qparams_min_max(weight, bitwidth, group_size, dtype)
+    if algo == "hqq":
+        return choose_qparams_hqq(weight, bitwidth, group_size, dtype)
+    raise ValueError(f"unknown uintx_choose_qparams_algorithm {algorithm!r}: use one of {list(ALGORITHMS)}")
+
+
+def dequantize(q: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor, group_size: int,
+               dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """Reference dequantization ``ŵ = q * S + Z`` per group, computed in ``dtype``.
+
+    Args: q ``[N, K]`` (integers), scale and zero ``[N, K/group_size]``.
+    Returns: ``[N, K]`` tensor of ``dtype``.
+    """
+    n, k = q.shape
+    qg = q.to(dtype).reshape(n, k // group_size, group_size)
+    return (qg * scale.to(dtype).unsqueeze(-1) + zero.to(dtype).unsqueeze(-1)).reshape(n, k)
