@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Build the C++ Parakeet runner to cmake-out/examples/parakeet/parakeet_runner against the executorch wheel's
+# C++ SDK. Installs nothing: it checks the tools and libraries and says what to install when something is missing
+# (.ci/scripts/apt-packages.txt lists the Debian/Ubuntu packages; on macOS: brew install libsndfile libsoxr
+# sentencepiece pkg-config cmake).
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$REPO"
+PYTHON="${PYTHON:-python}"
+BUILD_DIR="${BUILD_DIR:-cmake-out/examples/parakeet}"
+JOBS="${JOBS:-2}"
+
+die() { echo "build_parakeet_runner: error: $*" >&2; exit 1; }
+
+command -v "$PYTHON" >/dev/null || die "$PYTHON not found; set PYTHON to the interpreter that has executorch installed"
+command -v cmake >/dev/null || die "cmake not found; pip install 'cmake>=3.28'"
+cmake_version="$(cmake --version | head -n1 | awk '{print $3}')"
+if ! printf '3.28\n%s\n' "$cmake_version" | sort -V -C; then
+  die "cmake $cmake_version is too old: the executorch wheel's CMake targets need >= 3.28 (pip install 'cmake>=3.28')"
+fi
+command -v c++ >/dev/null || command -v g++ >/dev/null || command -v clang++ >/dev/null \
+  || die "no C++ compiler found; apt-get install g++ (macOS: xcode-select --install)"
+command -v pkg-config >/dev/null || die "pkg-config not found; apt-get install pkg-config (macOS: brew install pkg-config)"
+
+missing_pc=()
+declare -A pc_to_apt=([sndfile]=libsndfile1-dev [soxr]=libsoxr-dev [sentencepiece]=libsentencepiece-dev)
+declare -A pc_to_brew=([sndfile]=libsndfile [soxr]=libsoxr [sentencepiece]=sentencepiece)
+for pc in sndfile soxr sentencepiece; do
+  pkg-config --exists "$pc" || missing_pc+=("$pc")
+done
+if ((${#missing_pc[@]})); then
+  apt_names=() brew_names=()
+  for pc in "${missing_pc[@]}"; do apt_names+=("${pc_to_apt[$pc]}"); brew_names+=("${pc_to_brew[$pc]}"); done
+  die "missing libraries (${missing_pc[*]}). Install: apt-get install ${apt_names[*]} (macOS: brew install ${brew_names[*]}); the full list is .ci/scripts/apt-packages.txt"
+fi
+
+ET_DIR="$("$PYTHON" -c 'import executorch, os; print(list(executorch.__path__)[0])' 2>/dev/null)" \
+  || die "executorch is not importable by $PYTHON; pip install executorch"
+ET_CMAKE="$ET_DIR/lib/cmake/executorch"
+[[ -f "$ET_CMAKE/executorch-config.cmake" ]] \
+  || die "$ET_CMAKE/executorch-config.cmake not found: this executorch wheel ships no C++ SDK"
+
+cmake -S examples/parakeet -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$ET_CMAKE" \
+  ${PARAKEET_CMAKE_ARGS:-}
+cmake --build "$BUILD_DIR" -j "$JOBS"
+echo "built $BUILD_DIR/parakeet_runner"

@@ -1,0 +1,30 @@
+// Command-line parsing for parakeet_runner, kept apart from the transcription logic in runner/.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace parakeet::cli {
+
+struct Options {
+  std::string model_path;
+  std::string tokenizer_path;  // default: tokenizer.model next to the model
+  std::string audio_path;
+  std::optional<std::string> data_path;
+  std::string timestamps;  // default: none for text, all for json (as parakeet-transcribe)
+  std::string format = "text";
+  bool verbose = false;
+  bool help = false;
+};
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Accepts "--flag value" and "--flag=value". Throws UsageError naming the problem.
+Options parse_args(const std::vector<std::string>& args);
+std::string usage();
+
+}  // namespace parakeet::cli

@@ -1,0 +1,112 @@
+#include "formats.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+namespace parakeet {
+namespace {
+
+const std::vector<Span>& level_spans(const Transcript& t, const std::string& level) {
+  if (level == "tokens") return t.tokens;
+  if (level == "words") return t.words;
+  return t.segments;
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);  // ensure_ascii=False: UTF-8 passes through
+        }
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::vector<std::string> timestamp_levels(const std::string& timestamps) {
+  if (timestamps == "none") return {};
+  if (timestamps == "token") return {"tokens"};
+  if (timestamps == "word") return {"words"};
+  if (timestamps == "segment") return {"segments"};
+  if (timestamps == "all") return {"tokens", "words", "segments"};
+  throw std::invalid_argument("--timestamps must be none, token, word, segment or all, not '" + timestamps + "'");
+}
+
+std::string python_float(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
+  std::string sci(buf, res.ptr);
+  const auto e_pos = sci.find('e');
+  const int exponent = std::stoi(sci.substr(e_pos + 1));
+  if (exponent < -4 || exponent >= 16) return sci;  // repr's own switch; to_chars already writes e-05 / e+16
+  std::string mantissa = sci.substr(0, e_pos);
+  const bool negative = mantissa[0] == '-';
+  if (negative) mantissa.erase(0, 1);
+  std::string digits;
+  for (char c : mantissa) if (c != '.') digits += c;
+  std::string out;
+  if (exponent < 0) {
+    out = "0." + std::string(-exponent - 1, '0') + digits;
+  } else if (static_cast<size_t>(exponent + 1) >= digits.size()) {
+    out = digits + std::string(exponent + 1 - digits.size(), '0') + ".0";
+  } else {
+    out = digits.substr(0, exponent + 1) + "." + digits.substr(exponent + 1);
+  }
+  return negative ? "-" + out : out;
+}
+
+std::string render_text(const Transcript& t, const std::vector<std::string>& levels) {
+  std::string out = t.text;
+  for (const auto& level : levels) {
+    for (const auto& s : level_spans(t, level)) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "\n[%.2f - %.2f] ", s.start, s.end);
+      out += buf + s.text;
+    }
+  }
+  return out;
+}
+
+std::string render_json(const Transcript& t, const std::vector<std::string>& levels) {
+  std::string out = "{\n  \"text\": " + json_string(t.text);
+  for (const auto& level : levels) {
+    const auto& spans = level_spans(t, level);
+    out += ",\n  " + json_string(level) + ": [";
+    if (spans.empty()) {
+      out += "]";
+      continue;
+    }
+    for (size_t i = 0; i < spans.size(); ++i) {
+      const Span& s = spans[i];
+      out += (i ? ",\n    {\n" : "\n    {\n");
+      out += "      \"text\": " + json_string(s.text) + ",\n";
+      out += "      \"start\": " + python_float(s.start) + ",\n";
+      out += "      \"end\": " + python_float(s.end);
+      if (s.id) out += ",\n      \"id\": " + std::to_string(*s.id);
+      out += "\n    }";
+    }
+    out += "\n  ]";
+  }
+  return out + "\n}";
+}
+
+}  // namespace parakeet
