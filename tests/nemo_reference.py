@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tempfile
+
 import numpy as np
 import torch
 
@@ -9,11 +11,20 @@ import torch
 def nemo_transcribe(nemo_model, audio: np.ndarray) -> dict:
     """``ASRModel.transcribe(..., timestamps=True)`` of one 16 kHz waveform, flattened for comparison.
 
+    The waveform goes through a float32 WAV file, the way users call transcribe(): NeMo's in-memory array path
+    pads clips shorter than 1 s with silence on both sides (``pad_min_duration``), which changes the audio.
+
     Returns dict with ``ids``, ``text``, ``tokens`` [(start_offset, end_offset, start, end)], ``words`` and
     ``segments`` [(text, start_offset, end_offset, start, end)].
     """
-    with torch.no_grad():
-        hyp = nemo_model.transcribe([audio.astype(np.float32)], batch_size=1, timestamps=True, verbose=False)[0]
+    import soundfile as sf
+
+    with tempfile.TemporaryDirectory() as d, torch.no_grad():
+        path = f"{d}/audio.wav"
+        sf.write(path, audio.astype(np.float32), 16000, subtype="FLOAT")
+        hyp = nemo_model.transcribe([path], batch_size=1, timestamps=True, verbose=False)[0]
+    # transcribe() ends by unfreezing encoder, decoder and joint, which puts them in training mode (dropout on).
+    nemo_model.eval()
     ts = hyp.timestamp
     return {
         "ids": [int(i) for i in hyp.y_sequence],

@@ -31,7 +31,7 @@ _REGISTERED = False
 #: Which library supplies the MPS kernels: "torchao" (source build loaded) or "parakeet_executorch".
 MPS_PROVIDER = "parakeet_executorch"
 #: Rows of packed weight processed per step of the CPU/CUDA kernels (bounds temporary memory).
-_CHUNK_ELEMS = int(os.environ.get("PARAKEET_LOWBIT_CHUNK_ELEMS", str(1 << 16)))
+_CHUNK_ELEMS = int(os.environ.get("PARAKEET_LOWBIT_CHUNK_ELEMS", str(1 << 17)))
 #: At or below this many activation rows the kernel never forms S*q+Z (per-group identity path).
 SMALL_M = 16
 
@@ -95,50 +95,75 @@ def _compute_dtype(A: torch.Tensor) -> torch.dtype:
     return A.dtype
 
 
-def _unpack_float(B: torch.Tensor, bitwidth: int, k: int, dtype: torch.dtype) -> torch.Tensor:
-    return unpack_lowbit(B, bitwidth, k, dtype=dtype)
+def _planes(Bc: torch.Tensor, bitwidth: int):
+    """Yield ``(slot, plane)``: plane ``uint8 [rows, K/vals]`` holds value ``slot`` of every unit.
+
+    A unit is the smallest whole-byte block of the LSB-first stream (``vals`` values in
+    ``unit_bytes`` bytes); value ``i`` of a unit starts at bit ``i*n``, possibly crossing a
+    byte boundary (3, 5, 6, 7 bits).  Only byte-wide integer ops are used.
+    """
+    vals, unit_bytes = unit_layout(bitwidth)
+    mask = (1 << bitwidth) - 1
+    rows = Bc.shape[0]
+    bv = Bc.view(rows, -1, unit_bytes)
+    for i in range(vals):
+        bit = i * bitwidth
+        b, r = divmod(bit, 8)
+        x = bv[:, :, b]
+        if r:
+            x = torch.bitwise_right_shift(x, r)
+        if r + bitwidth > 8:
+            x = torch.bitwise_or(x, torch.bitwise_left_shift(bv[:, :, b + 1], 8 - r))
+        if r + bitwidth != 8:
+            x = torch.bitwise_and(x, mask)
+        yield i, x
 
 
 def linear_reference_kernel(A, B, group_size, S, Z, bitwidth: int, out: torch.Tensor | None = None):
     """PyTorch-level kernel used for CPU and CUDA (and MPS for shapes PyTorch's int4 kernel cannot take).
 
-    ``M <= SMALL_M``: per row-chunk of the weight, unpack q (never S*q+Z) and compute
-    ``y = sum_g S_g * (A_g . q_g) + Z_g * sum(A_g)`` with a batched GEMM over groups.
-    Larger M: dequantize one row-chunk at a time into a small buffer and GEMM it.  Temporary
-    memory is bounded by ``_CHUNK_ELEMS`` weight elements (plus ``M x chunk`` outputs).
+    The weight is processed in row chunks of about ``_CHUNK_ELEMS`` values (so temporaries stay
+    in cache and memory is bounded).  Within a chunk, the packed bytes are split into "planes":
+    plane ``s`` holds value ``s`` of every packing unit (e.g. the low and the high nibbles of
+    each byte for 4 bits), extracted with byte-wide shifts and masks only, so values are never
+    interleaved back into K order.  Each plane is scaled in place of its group
+    (``q * S + Z``) and multiplied with the matching strided slice ``A[:, s::vals]`` by one
+    GEMM/GEMV, accumulating into the chunk's output.  The full-size dequantized weight is never
+    formed.
 
     Shapes as in :func:`check_linear_args`; returns ``[M, N]`` in A's dtype (written to
-    ``out`` when given).
+    ``out`` when given, which must be ``[M, N]`` of A's dtype and device).
     """
     M, K, N = check_linear_args(A, B, group_size, S, Z, bitwidth)
     if out is None:
         out = torch.empty((M, N), dtype=A.dtype, device=A.device)
-    elif out.shape != (M, N) or out.dtype != A.dtype or out.device != A.device:
+    elif tuple(out.shape) != (M, N) or out.dtype != A.dtype or out.device != A.device:
         raise ValueError(f"out must be [{M}, {N}] {A.dtype} on {A.device}, got {tuple(out.shape)} {out.dtype} "
                          f"on {out.device}")
     if M == 0 or N == 0:
         return out
     cdt = _compute_dtype(A)
     G = K // group_size
+    vals, _ = unit_layout(bitwidth)
+    kv = K // vals
     a = A.to(cdt)
-    vals, unit_bytes = unit_layout(bitwidth)
+    a_slots = [a[:, s::vals].contiguous() for s in range(vals)] if vals > 1 else [a]
     rows = max(1, _CHUNK_ELEMS // K)
-    if M <= SMALL_M:
-        ag = a.reshape(M, G, group_size).transpose(0, 1)  # [G, M, g]
-        asum_t = ag.sum(dim=-1).t()  # [M, G]
-        for n0 in range(0, N, rows):
-            n1 = min(N, n0 + rows)
-            q = _unpack_float(B[n0:n1], bitwidth, K, cdt).reshape(n1 - n0, G, group_size)
-            part = torch.bmm(ag, q.permute(1, 2, 0))  # [G, M, nc]
-            s = S[n0:n1].to(cdt).t().unsqueeze(1)  # [G, 1, nc]
-            y = torch.addmm((part * s).sum(dim=0), asum_t, Z[n0:n1].to(cdt).t())
-            out[:, n0:n1] = y
-    else:
-        for n0 in range(0, N, rows):
-            n1 = min(N, n0 + rows)
-            q = _unpack_float(B[n0:n1], bitwidth, K, cdt).reshape(n1 - n0, G, group_size)
-            w = torch.addcmul(Z[n0:n1].to(cdt).unsqueeze(-1), q, S[n0:n1].to(cdt).unsqueeze(-1))
-            out[:, n0:n1] = a @ w.reshape(n1 - n0, K).t()
+    small = M <= SMALL_M
+    for n0 in range(0, N, rows):
+        n1 = min(N, n0 + rows)
+        nc = n1 - n0
+        sc = S[n0:n1].to(cdt).unsqueeze(-1)  # [nc, G, 1]
+        zc = Z[n0:n1].to(cdt).unsqueeze(-1)
+        acc = None
+        for slot, plane in _planes(B[n0:n1], bitwidth):
+            w = torch.addcmul(zc, plane.view(nc, G, -1).to(cdt), sc).view(nc, kv)
+            a_s = a_slots[slot]
+            if small:  # [nc, M]: a GEMV per plane for M = 1
+                acc = torch.mm(w, a_s.t()) if acc is None else acc.addmm_(w, a_s.t())
+            else:  # [M, nc]
+                acc = torch.mm(a_s, w.t()) if acc is None else acc.addmm_(a_s, w.t())
+        out[:, n0:n1] = acc.t() if small else acc
     return out
 
 
