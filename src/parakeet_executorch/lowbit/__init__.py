@@ -1,7 +1,76 @@
-from .packing import pack_lowbit, unpack_lowbit
-from .qparams import choose_qparams, dequantize
-from .ops import linear_op, register
+"""Low-bit weight-only quantization with float activations (fpa4w and 1–8 bit), on every backend.
+
+Format specification
+====================
+
+Each clause below has a test in ``tests/test_lowbit*.py`` (named ``test_spec_<clause>``).
+
+1. **Quantization** (``quant``).  A weight ``W`` of shape ``[N, K]`` is quantized per group of
+   ``group_size`` consecutive elements along K, ``group_size`` ∈ {32, 64, 128, 256}, to unsigned
+   n-bit integers ``q`` ∈ ``[0, 2**n − 1]``, n ∈ 1..8.
+
+2. **Dequantization** (``dequant``).  ``ŵ[r, k] = q[r, k] · S[r, k // group_size] + Z[r, k // group_size]``
+   with ``S`` and ``Z`` of shape ``[N, K / group_size]`` in the activation dtype
+   (float32, float16 or bfloat16).  ``Z`` is a float offset (not an integer zero point).
+
+3. **Packing** (``packing``).  ``q`` is packed as ``uint8 [N, K · n / 8]``, row-major along K,
+   least significant bits first: value ``i`` of a row occupies bits ``[i·n, (i+1)·n)`` of the
+   row's bit stream and byte ``b`` holds bits ``[8b, 8b + 8)``.  So 4-bit byte ``j`` is
+   ``q[2j] | q[2j+1] << 4``; 2-bit packs 4 values per byte, 1-bit 8; 6-bit packs 4 values into
+   3 bytes and 3/5/7-bit pack 8 values into n bytes, crossing byte boundaries; 8-bit is q.
+   This is torchao's ``_pack_weight_{n}bit`` layout (requires ``K % 8 == 0``).
+
+4. **Operator** (``op``).  ``torchao::_linear_fp_act_{n}bit_weight(Tensor A, Tensor B, int group_size,
+   Tensor S, Tensor Z) -> Tensor`` computes ``A @ ŵᵀ`` for ``A [M, K]`` (contiguous, dtype of S/Z)
+   and returns ``[M, N]`` in A's dtype; ``.out(..., *, Tensor(a!) out)`` writes into ``out``.
+   These are torchao's names and schemas, so an exported graph runs on ExecuTorch's Metal
+   runtime natively and on CPU through this package's ExecuTorch kernel library.
+
+5. **Shape rules** (``shape_rules``).  ``K % 8 == 0`` and ``K % group_size == 0`` always;
+   on Metal additionally ``N % 4 == 0`` when ``M > 1``.  :func:`check_linear_shape` reports the
+   rule a layer breaks, naming the layer.
+
+6. **Parameter choice** (``qparams``).  ``"min_max"``: ``S = (max − min) / (2**n − 1)``, ``Z = min``
+   per group; ``"hqq"`` (default): min-max scale with the offset refined by a half-quadratic
+   lp-norm solver.  ``q = clamp(round((w − Z) / S), 0, 2**n − 1)`` using the stored (dtype-rounded)
+   S and Z.  A group whose weights are all equal gets ``S = 1``, ``Z = w``, ``q = 0``: finite and
+   exact (the upstream min-max path divides by zero there).
+
+Usage
+=====
+
+>>> from torchao.quantization import quantize_
+>>> from parakeet_executorch.lowbit import UIntxWeightOnlyConfig
+>>> quantize_(model, UIntxWeightOnlyConfig(bitwidth=4, group_size=32))   # doctest: +SKIP
+
+Importing this package registers the ops (see :mod:`parakeet_executorch.lowbit.ops`).
+"""
+
+from __future__ import annotations
+
 import torch
-def dequantize_packed(B, S, Z, bitwidth, group_size, dtype=None):
+
+from .config import UIntxWeightOnlyConfig, check_linear_shape, lowbit_filter_fn
+from .ops import check_linear_args, linear_op, linear_op_name, register
+from .packing import SUPPORTED_BITWIDTHS, check_bitwidth, pack_lowbit, unpack_lowbit
+from .qparams import (GROUP_SIZES, choose_qparams, choose_qparams_hqq, choose_qparams_min_max, dequantize)
+from .serialization import flatten_state_dict, unflatten_state_dict
+from .tensor import UIntxWeight, lowbit_linear
+
+register()
+
+
+def dequantize_packed(B: torch.Tensor, S: torch.Tensor, Z: torch.Tensor, bitwidth: int, group_size: int,
+                      dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Dequantize a packed weight: uint8 ``B [N, K*n/8]``, ``S``/``Z [N, K/g]`` → ``[N, K]`` in ``dtype``
+    (default S's dtype).  Materializes the whole float weight (reference / baseline use)."""
     q = unpack_lowbit(B, bitwidth)
     return dequantize(q, S, Z, group_size, dtype or S.dtype)
+
+
+__all__ = [
+    "GROUP_SIZES", "SUPPORTED_BITWIDTHS", "UIntxWeight", "UIntxWeightOnlyConfig", "check_bitwidth",
+    "check_linear_args", "check_linear_shape", "choose_qparams", "choose_qparams_hqq", "choose_qparams_min_max",
+    "dequantize", "dequantize_packed", "flatten_state_dict", "linear_op", "linear_op_name", "lowbit_filter_fn",
+    "lowbit_linear", "pack_lowbit", "register", "unflatten_state_dict", "unpack_lowbit",
+]

@@ -32,6 +32,8 @@ _REGISTERED = False
 MPS_PROVIDER = "parakeet_executorch"
 #: Rows of packed weight processed per step of the CPU/CUDA kernels (bounds temporary memory).
 _CHUNK_ELEMS = int(os.environ.get("PARAKEET_LOWBIT_CHUNK_ELEMS", str(1 << 17)))
+#: The same for M > SMALL_M, where the chunk is dequantized into a buffer for one large GEMM.
+_CHUNK_ELEMS_LARGE_M = int(os.environ.get("PARAKEET_LOWBIT_CHUNK_ELEMS_LARGE_M", str(1 << 20)))
 #: At or below this many activation rows the kernel never forms S*q+Z (per-group identity path).
 SMALL_M = 16
 
@@ -147,23 +149,30 @@ def linear_reference_kernel(A, B, group_size, S, Z, bitwidth: int, out: torch.Te
     vals, _ = unit_layout(bitwidth)
     kv = K // vals
     a = A.to(cdt)
-    a_slots = [a[:, s::vals].contiguous() for s in range(vals)] if vals > 1 else [a]
-    rows = max(1, _CHUNK_ELEMS // K)
+    a_slots = ([a[:, s::vals].contiguous() for s in range(vals)] if vals > 1 else [a]) if M <= SMALL_M else None
     small = M <= SMALL_M
+    rows = max(1, (_CHUNK_ELEMS if small else _CHUNK_ELEMS_LARGE_M) // K)
+    asum = a.view(M, G, group_size).sum(dim=-1)  # [M, G]: the zero term is Z @ asum^T
     for n0 in range(0, N, rows):
         n1 = min(N, n0 + rows)
         nc = n1 - n0
         sc = S[n0:n1].to(cdt).unsqueeze(-1)  # [nc, G, 1]
-        zc = Z[n0:n1].to(cdt).unsqueeze(-1)
-        acc = None
-        for slot, plane in _planes(B[n0:n1], bitwidth):
-            w = torch.addcmul(zc, plane.view(nc, G, -1).to(cdt), sc).view(nc, kv)
-            a_s = a_slots[slot]
-            if small:  # [nc, M]: a GEMV per plane for M = 1
-                acc = torch.mm(w, a_s.t()) if acc is None else acc.addmm_(w, a_s.t())
-            else:  # [M, nc]
-                acc = torch.mm(a_s, w.t()) if acc is None else acc.addmm_(a_s, w.t())
-        out[:, n0:n1] = acc.t() if small else acc
+        zc = Z[n0:n1].to(cdt)  # [nc, G]
+        if small:
+            # y^T = Z @ asum^T + sum_planes (q_plane * S) @ A[:, plane::vals]^T   -> [nc, M]
+            acc = torch.mm(zc, asum.t())
+            for slot, plane in _planes(B[n0:n1], bitwidth):
+                w = torch.mul(plane.view(nc, G, -1), sc).view(nc, kv)
+                acc.addmm_(w, a_slots[slot].t())
+            out[:, n0:n1] = acc.t()
+        else:
+            # Write each plane's q into its K positions of a chunk buffer, scale it in one pass,
+            # then one GEMM: y = A @ (q * S)^T + asum @ Z^T   -> [M, nc]
+            wbuf = torch.empty((nc, G, group_size // vals, vals), dtype=cdt, device=A.device)
+            for slot, plane in _planes(B[n0:n1], bitwidth):
+                wbuf[..., slot].copy_(plane.view(nc, G, -1))
+            wbuf.mul_(sc.unsqueeze(-1))
+            out[:, n0:n1] = torch.addmm(torch.mm(asum, zc.t()), a, wbuf.view(nc, K).t())
     return out
 
 

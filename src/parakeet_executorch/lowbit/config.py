@@ -1,0 +1,127 @@
+"""``UIntxWeightOnlyConfig`` for ``torchao.quantization.quantize_`` and the shape rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torchao.core.config import AOBaseConfig
+from torchao.quantization.transform_module import register_quantize_module_handler
+
+from .packing import SUPPORTED_BITWIDTHS
+from .qparams import ALGORITHMS, GROUP_SIZES
+from .tensor import UIntxWeight
+
+
+def check_linear_shape(name: str, weight_shape, group_size: int, bitwidth: int,
+                       multi_row: bool = True) -> str | None:
+    """Return why a linear layer cannot be quantized, or ``None`` if it can.
+
+    Args:
+        name: layer name used in the message (e.g. its fully qualified module name).
+        weight_shape: ``(N, K)`` = (out_features, in_features).
+        group_size: 32, 64, 128 or 256.  bitwidth: 1..8.
+        multi_row: also apply Metal's rule for inputs with more than one row
+            (``N % 4 == 0 when M > 1``); pass False for M = 1 only (e.g. decoder steps).
+
+    Rules (each message names the layer and the rule): supported bit width and group size;
+    2-D weight; ``K % 8 == 0``; ``K % group_size == 0``; ``N % 4 == 0`` when ``multi_row``.
+    """
+    if bitwidth not in SUPPORTED_BITWIDTHS:
+        return f"{name}: unsupported bit width {bitwidth} (supported: {list(SUPPORTED_BITWIDTHS)})"
+    if group_size not in GROUP_SIZES:
+        return f"{name}: unsupported group_size {group_size} (supported: {list(GROUP_SIZES)})"
+    shape = tuple(int(s) for s in weight_shape)
+    if len(shape) != 2:
+        return f"{name}: weight must be 2-D [N, K], got shape {shape}"
+    n, k = shape
+    if k % 8 != 0:
+        return f"{name}: K = {k} breaks rule K % 8 == 0"
+    if k % group_size != 0:
+        return f"{name}: K = {k} breaks rule K % group_size == 0 (group_size = {group_size})"
+    if multi_row and n % 4 != 0:
+        return f"{name}: N = {n} breaks rule N % 4 == 0 when M > 1 (Metal)"
+    return None
+
+
+@dataclass
+class UIntxWeightOnlyConfig(AOBaseConfig):
+    """Weight-only n-bit quantization with float activations (fpa{n}w) for ``quantize_``.
+
+    Same argument names as torchao's experimental MPS config; works on every backend after
+    ``pip install`` (no build step).  Each quantized ``nn.Linear`` keeps its bias and gets a
+    :class:`~parakeet_executorch.lowbit.UIntxWeight` weight.
+
+    Args:
+        bitwidth: 1..8.  group_size: 32, 64, 128 or 256.
+        uintx_choose_qparams_algorithm: ``"hqq"`` (default) or ``"min_max"``.
+        check_metal_rows: also enforce Metal's ``N % 4 == 0`` rule (for multi-row inputs).
+
+    Raises:
+        ValueError at construction naming an unsupported bit width, group size or algorithm;
+        at ``quantize_`` time naming the layer and rule it breaks (use :func:`lowbit_filter_fn`
+        to skip such layers instead).
+    """
+
+    bitwidth: int = 4
+    group_size: int = 32
+    uintx_choose_qparams_algorithm: str = "hqq"
+    check_metal_rows: bool = False
+
+    def __post_init__(self):
+        if isinstance(self.bitwidth, bool) or self.bitwidth not in SUPPORTED_BITWIDTHS:
+            raise ValueError(f"UIntxWeightOnlyConfig: unsupported bitwidth {self.bitwidth!r}; "
+                             f"supported bit widths are {list(SUPPORTED_BITWIDTHS)}")
+        if isinstance(self.group_size, bool) or self.group_size not in GROUP_SIZES:
+            raise ValueError(f"UIntxWeightOnlyConfig: unsupported group_size {self.group_size!r}; "
+                             f"supported group sizes are {list(GROUP_SIZES)}")
+        algo = getattr(self.uintx_choose_qparams_algorithm, "value", self.uintx_choose_qparams_algorithm)
+        if algo not in ALGORITHMS:
+            raise ValueError(f"UIntxWeightOnlyConfig: unknown uintx_choose_qparams_algorithm {algo!r}; "
+                             f"use one of {list(ALGORITHMS)}")
+        self.uintx_choose_qparams_algorithm = algo
+
+
+def _describe(module: torch.nn.Module) -> str:
+    return f"Linear(in_features={module.in_features}, out_features={module.out_features})"
+
+
+@register_quantize_module_handler(UIntxWeightOnlyConfig)
+def _uintx_weight_only_transform(module: torch.nn.Module, config: UIntxWeightOnlyConfig) -> torch.nn.Module:
+    if not isinstance(module, torch.nn.Linear):
+        raise TypeError(f"UIntxWeightOnlyConfig applies to nn.Linear, got {type(module).__name__}")
+    if isinstance(module.weight, UIntxWeight):
+        raise ValueError(f"{_describe(module)} is already quantized")
+    reason = check_linear_shape(_describe(module), module.weight.shape, config.group_size, config.bitwidth,
+                                multi_row=config.check_metal_rows)
+    if reason:
+        raise ValueError(f"cannot quantize {reason}")
+    qw = UIntxWeight.from_float(module.weight.detach(), config.bitwidth, config.group_size,
+                                config.uintx_choose_qparams_algorithm)
+    module.weight = torch.nn.Parameter(qw, requires_grad=False)
+    return module
+
+
+def lowbit_filter_fn(config: UIntxWeightOnlyConfig, skipped: dict | None = None,
+                     multi_row: bool | None = None) -> Callable[[torch.nn.Module, str], bool]:
+    """A ``filter_fn`` for ``quantize_`` that selects the ``nn.Linear`` layers this config can take.
+
+    Layers that break a shape rule are left in float and, when ``skipped`` is a dict, recorded
+    there as ``{fully_qualified_name: reason}`` (the reason from :func:`check_linear_shape`).
+    ``multi_row`` defaults to ``config.check_metal_rows``.
+    """
+    rows = config.check_metal_rows if multi_row is None else multi_row
+
+    def _filter(module: torch.nn.Module, fqn: str) -> bool:
+        if not isinstance(module, torch.nn.Linear) or isinstance(module.weight, UIntxWeight):
+            return False
+        reason = check_linear_shape(fqn or "<root>", module.weight.shape, config.group_size, config.bitwidth,
+                                    multi_row=rows)
+        if reason is not None:
+            if skipped is not None:
+                skipped[fqn] = reason
+            return False
+        return True
+
+    return _filter
