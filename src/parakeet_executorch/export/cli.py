@@ -7,6 +7,7 @@ Stages, each printed with its wall time: check arguments and host, load, quantiz
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -20,7 +21,7 @@ DEFAULT_MAX_AUDIO_SECONDS = 60.0
 
 def build_parser() -> argparse.ArgumentParser:
     from .backends import BACKENDS
-    from .recipes import RECIPES
+    from .recipes import EMBEDDING_RECIPES, RECIPES
 
     p = argparse.ArgumentParser(
         prog="parakeet-export",
@@ -31,6 +32,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=BACKENDS, default="xnnpack", help="ExecuTorch backend (default: xnnpack)")
     p.add_argument("--quantize", choices=RECIPES, default="none",
                    help="quantization recipe for encoder and decoder/joint linears (default: none)")
+    p.add_argument("--quantize-encoder", choices=RECIPES, help="override --quantize for the encoder")
+    p.add_argument("--quantize-decoder", choices=RECIPES, help="override --quantize for decoder and joint linears")
+    p.add_argument("--quantize-embedding", choices=EMBEDDING_RECIPES, default="none",
+                   help="weight-only 4w/8w for the prediction network's embedding (default: none)")
+    p.add_argument("--group-size", type=int, default=None,
+                   help="quantization group size along K (default: 32 for fpa4w/4w/8da4w, per channel for 8w/8da8w;"
+                        " 0 = per channel)")
+    p.add_argument("--qparams", choices=("hqq", "minmax"), default="hqq", help="fpa4w parameter choice")
+    p.add_argument("--strict", action="store_true", help="fail instead of leaving a layer the recipe cannot take "
+                                                        "in float")
     p.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32",
                    help="float dtype of encoder/decoder/joint (bf16: metal and cuda only)")
     p.add_argument("--output-dir", default="parakeet_tdt_exports", help="writes model.pte and tokenizer.model here")
@@ -59,7 +70,9 @@ def run_export(args: argparse.Namespace) -> Path:
     from .recipes import check_recipe
 
     check_host(args.backend, args.dtype)
-    check_recipe(args.quantize, args.backend)
+    plan = {"encoder": args.quantize_encoder or args.quantize, "decoder": args.quantize_decoder or args.quantize}
+    for recipe in plan.values():
+        check_recipe(recipe, args.backend, args.group_size)
     if not DEFAULT_MIN_AUDIO_SECONDS < args.max_audio_seconds <= 600:
         raise ValueError(f"--max-audio-seconds must be in ({DEFAULT_MIN_AUDIO_SECONDS}, 600], "
                          f"got {args.max_audio_seconds}")
@@ -71,6 +84,11 @@ def run_export(args: argparse.Namespace) -> Path:
         meta = read_metadata(model, DEFAULT_MIN_AUDIO_SECONDS, args.max_audio_seconds)
     print(f"  supported audio: {meta.min_audio_samples / meta.sample_rate:g} s to "
           f"{meta.max_audio_samples / meta.sample_rate:g} s per call (shorter input is zero-padded by the runners)")
+    if any(r != "none" for r in plan.values()) or args.quantize_embedding != "none":
+        with _stage("quantize"):
+            report = _quantize(model, plan, args)
+    else:
+        report = {"parts": {part: {"recipe": "none"} for part in plan}}
     with _stage("export"):
         dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
         programs = export_methods(model, meta, dtype=dtype, device="cuda" if args.backend == "cuda" else "cpu")
@@ -86,8 +104,41 @@ def run_export(args: argparse.Namespace) -> Path:
         if getattr(program, "_tensor_data", None):
             program.write_tensor_data_to_file(str(out_dir))
         _write_atomically(out_dir / "tokenizer.model", model.tokenizer.tokenizer.serialized_model_proto())
-    print(f"wrote {pte} ({pte.stat().st_size / 1e6:.1f} MB) and {out_dir / 'tokenizer.model'}")
+    report["pte_bytes"] = pte.stat().st_size
+    report["backend"] = args.backend
+    _write_atomically(out_dir / "export_report.json", (json.dumps(report, indent=2) + "\n").encode())
+    print(f"wrote {pte} ({pte.stat().st_size / 1e6:.1f} MB), {out_dir / 'tokenizer.model'} and "
+          f"{out_dir / 'export_report.json'}")
     return pte
+
+
+def _quantize(model, plan: dict[str, str], args) -> dict:
+    """Quantize encoder and decoder parts in place; print and return the report (see recipes.PartReport)."""
+    from dataclasses import asdict
+
+    from .recipes import DEFAULT_GROUP_SIZE, quantize_embedding, quantize_part
+
+    parts = {"encoder": (["encoder", "joint.enc"], True),
+             "decoder": (["decoder", "joint.pred", "joint.joint_net"], False)}
+    report = {"parts": {}}
+    for part, (prefixes, multi_row) in parts.items():
+        recipe = plan[part]
+        gs = DEFAULT_GROUP_SIZE[recipe] if args.group_size is None else args.group_size
+        r = quantize_part(model, prefixes, recipe, gs, args.qparams, args.strict, multi_row)
+        report["parts"][part] = asdict(r)
+        print(f"  {part}: {recipe}, group size {gs or 'per channel'}: quantized {r.quantized} of {r.linear_layers} "
+              f"linear layers, weights {r.weight_bytes_before / 1e6:.2f} MB -> {r.weight_bytes_after / 1e6:.2f} MB")
+        for reason in r.skipped.values():
+            print(f"    left in float: {reason}")
+        for what in r.not_covered:
+            print(f"    left in float: {what}")
+    if args.quantize_embedding != "none":
+        gs = 0 if args.group_size is None else args.group_size
+        r = quantize_embedding(model, "decoder.prediction.embed", args.quantize_embedding, gs)
+        report["parts"]["embedding"] = asdict(r)
+        print(f"  embedding: {args.quantize_embedding}: {r.weight_bytes_before / 1e6:.2f} MB -> "
+              f"{r.weight_bytes_after / 1e6:.2f} MB")
+    return report
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

@@ -51,7 +51,8 @@ def export_methods(nemo_model, meta: ModelMetadata, dtype: torch.dtype = torch.f
     # The relative-position table must cover the longest input before tracing, or the encoder would try to
     # grow it at run time.
     nemo_model.encoder.set_max_audio_length(features.shape[-1] + 1)
-    nemo_model.to(device=device, dtype=dtype)
+    if dtype != torch.float32 or device != "cpu":
+        nemo_model.to(device=device, dtype=dtype)
     with torch.no_grad():
         enc = EncoderMethod(nemo_model.encoder, nemo_model.joint).eval()
         programs["encoder"] = export(

@@ -1,22 +1,175 @@
-"""Quantization recipes and which backends take them, checked from the command line before any model loads."""
+"""Quantization recipes, which backends take them, the per-layer filter, and the report of what was quantized.
+
+=========  ===================================================================  ==============  ====================
+recipe     what it does to each linear                                          default group   backends
+=========  ===================================================================  ==============  ====================
+none       nothing                                                              -               all
+fpa4w      4-bit unsigned weights per group, float scale and zero, float        32              metal (+ portable,
+           activations (``parakeet_executorch.lowbit``), HQQ by default                         xnnpack: CPU kernel)
+4w         torchao int4 weight-only, tile-packed layout (packing needs CUDA)    32              cuda
+8w         int8 weight-only, per output channel                                 per channel     portable, cuda, metal
+8da4w      dynamic int8 activations, int4 weights per group                     32              xnnpack
+8da8w      dynamic int8 activations, int8 weights per output channel            per channel     xnnpack
+=========  ===================================================================  ==============  ====================
+
+8w is never lowered to XNNPACK: executorch 1.5.1 lowers weight-only int8/int4 linears to XNNPACK with the scales
+ignored (a toy Linear was off by ~736), so such a .pte would run and be wrong.
+The checks here need only the command line, so a wrong pair fails before the model loads.
+"""
 
 from __future__ import annotations
 
-# recipe -> backends it can be lowered to (and run correctly) on.
+from dataclasses import dataclass, field
+
+import torch
+
 COMPATIBLE_BACKENDS: dict[str, tuple[str, ...]] = {
     "none": ("portable", "xnnpack", "metal", "cuda"),
+    "fpa4w": ("metal", "portable", "xnnpack"),
+    "4w": ("cuda",),
+    "8w": ("portable", "cuda", "metal"),
+    "8da4w": ("xnnpack",),
+    "8da8w": ("xnnpack",),
 }
 RECIPES = tuple(COMPATIBLE_BACKENDS)
+DEFAULT_GROUP_SIZE = {"fpa4w": 32, "4w": 32, "8da4w": 32, "8w": 0, "8da8w": 0, "none": 0}  # 0 = per channel
+EMBEDDING_RECIPES = ("none", "4w", "8w")
+_WHY_NOT = {
+    ("8w", "xnnpack"): "executorch 1.5.1 lowers weight-only int8 to XNNPACK with wrong numerics; "
+                       "use --backend portable for 8w, or 8da8w for XNNPACK",
+}
 
 
 class RecipeError(ValueError):
-    """A recipe that does not exist, or that the chosen backend cannot take."""
+    """A recipe that does not exist, that the chosen backend cannot take, or a layer that --strict refuses."""
 
 
-def check_recipe(recipe: str, backend: str) -> None:
+def check_recipe(recipe: str, backend: str, group_size: int | None = None) -> None:
     """Raise RecipeError naming the allowed pairs when ``recipe`` cannot be lowered to ``backend``."""
     if recipe not in COMPATIBLE_BACKENDS:
         raise RecipeError(f"unknown recipe {recipe!r}; choose one of {', '.join(RECIPES)}")
     if backend not in COMPATIBLE_BACKENDS[recipe]:
         allowed = "; ".join(f"{r}: {', '.join(b)}" for r, b in COMPATIBLE_BACKENDS.items())
-        raise RecipeError(f"--quantize {recipe} cannot be used with --backend {backend}. Allowed pairs: {allowed}")
+        why = _WHY_NOT.get((recipe, backend))
+        raise RecipeError(f"--quantize {recipe} cannot be used with --backend {backend}"
+                          f"{' (' + why + ')' if why else ''}. Allowed pairs: {allowed}")
+    if group_size is not None and group_size < 0:
+        raise RecipeError(f"--group-size must be >= 0 (0 = per channel), got {group_size}")
+    if recipe == "fpa4w" and group_size not in (None, 32, 64, 128, 256):
+        raise RecipeError(f"fpa4w takes group sizes 32, 64, 128 or 256, got {group_size}")
+
+
+def torchao_config(recipe: str, group_size: int, qparams: str = "hqq"):
+    """The torchao ``quantize_`` config of a recipe for linears (``group_size`` 0 = per output channel)."""
+    from torchao.quantization import (Int4WeightOnlyConfig, Int8DynamicActivationIntxWeightConfig,
+                                      IntxWeightOnlyConfig)
+    from torchao.quantization.granularity import PerAxis, PerGroup
+
+    gran = PerAxis(0) if group_size == 0 else PerGroup(group_size)
+    if recipe == "8da4w":
+        return Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int4, weight_granularity=gran)
+    if recipe == "8da8w":
+        return Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int8, weight_granularity=gran)
+    if recipe == "8w":
+        return IntxWeightOnlyConfig(weight_dtype=torch.int8, granularity=gran)
+    if recipe == "4w":
+        return Int4WeightOnlyConfig(group_size=group_size, int4_packing_format="tile_packed_to_4d")
+    if recipe == "fpa4w":
+        from ..lowbit import UIntxWeightOnlyConfig
+
+        return UIntxWeightOnlyConfig(bitwidth=4, group_size=group_size, uintx_choose_qparams_algorithm=qparams)
+    raise RecipeError(f"recipe {recipe!r} has no torchao config")
+
+
+def skip_reason(recipe: str, name: str, weight_shape, group_size: int, multi_row: bool) -> str | None:
+    """Why the linear ``name`` cannot take ``recipe`` (None if it can); the same rules the kernels check."""
+    n, k = (int(s) for s in weight_shape)
+    if recipe == "fpa4w":
+        from ..lowbit import check_linear_shape
+
+        return check_linear_shape(name, (n, k), group_size, 4, multi_row=multi_row)
+    if group_size and k % group_size:
+        return f"{name}: K = {k} breaks rule K % group_size == 0 (group_size = {group_size})"
+    return None
+
+
+@dataclass
+class PartReport:
+    """What one part (encoder or decoder) got: counts, weight bytes before/after, and skipped layers with reasons."""
+
+    recipe: str
+    group_size: int
+    linear_layers: int = 0
+    quantized: int = 0
+    weight_bytes_before: int = 0
+    weight_bytes_after: int = 0
+    skipped: dict[str, str] = field(default_factory=dict)
+    not_covered: list[str] = field(default_factory=list)
+
+
+def quantize_part(root: torch.nn.Module, prefixes: list[str], recipe: str, group_size: int, qparams: str,
+                  strict: bool, multi_row: bool) -> PartReport:
+    """Quantize the ``nn.Linear`` layers under ``prefixes`` of ``root`` in place with a recipe.
+
+    Args:
+        root: the NeMo model.
+        prefixes: module names making up the part (e.g. ``["encoder", "joint.enc"]``).
+        multi_row: whether these linears see more than one row per call (shape rules differ for fpa4w).
+    Raises:
+        RecipeError: with ``strict``, when any layer would be left in float.
+    """
+    report = PartReport(recipe, group_size)
+    modules = dict(root.named_modules())
+    linears = {name: m for name, m in modules.items()
+               if isinstance(m, torch.nn.Linear) and any(name == p or name.startswith(p + ".") for p in prefixes)}
+    report.linear_layers = len(linears)
+    report.weight_bytes_before = sum(_nbytes(m.weight) for m in linears.values())
+    report.not_covered = sorted(f"{name} ({type(m).__name__}: no recipe quantizes it)" for name, m in modules.items()
+                                if isinstance(m, torch.nn.LSTM) and any(name.startswith(p) for p in prefixes))
+    if recipe == "none":
+        report.weight_bytes_after = report.weight_bytes_before
+        return report
+    chosen = []
+    for name, m in linears.items():
+        reason = skip_reason(recipe, name, m.weight.shape, group_size, multi_row)
+        if reason:
+            report.skipped[name] = reason
+        else:
+            chosen.append(name)
+    if strict and report.skipped:
+        raise RecipeError("--strict: these layers cannot take " + recipe + ": " + "; ".join(report.skipped.values()))
+    from torchao.quantization import quantize_
+
+    chosen_set = set(chosen)
+    quantize_(root, torchao_config(recipe, group_size, qparams), filter_fn=lambda m, fqn: fqn in chosen_set)
+    report.quantized = len(chosen)
+    modules = dict(root.named_modules())
+    report.weight_bytes_after = sum(_nbytes(modules[name].weight) for name in linears)
+    return report
+
+
+def quantize_embedding(root: torch.nn.Module, name: str, recipe: str, group_size: int) -> PartReport:
+    """Weight-only quantization (4w or 8w) of the prediction network's embedding table."""
+    from torchao.quantization import IntxWeightOnlyConfig, quantize_
+    from torchao.quantization.granularity import PerAxis, PerGroup
+
+    emb = dict(root.named_modules())[name]
+    report = PartReport(recipe, group_size, linear_layers=1, weight_bytes_before=_nbytes(emb.weight))
+    if recipe == "none":
+        report.weight_bytes_after = report.weight_bytes_before
+        return report
+    gran = PerAxis(0) if group_size == 0 else PerGroup(group_size)
+    dtype = torch.int4 if recipe == "4w" else torch.int8
+    quantize_(root, IntxWeightOnlyConfig(weight_dtype=dtype, granularity=gran),
+              filter_fn=lambda m, fqn: fqn == name)
+    report.quantized = 1
+    report.weight_bytes_after = _nbytes(dict(root.named_modules())[name].weight)
+    return report
+
+
+def _nbytes(t: torch.Tensor) -> int:
+    """Storage bytes of a (possibly quantized tensor-subclass) weight: the sum of its inner tensors."""
+    if hasattr(t, "__tensor_flatten__"):
+        names, _ = t.__tensor_flatten__()
+        return sum(_nbytes(getattr(t, n)) for n in names)
+    return t.numel() * t.element_size()
