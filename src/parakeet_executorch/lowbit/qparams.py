@@ -34,7 +34,7 @@ def _grouped(weight: torch.Tensor, group_size: int, bitwidth: int, dtype: torch.
         raise ValueError(f"weight must be a 2-D floating tensor [N, K], got {weight.dtype} {tuple(weight.shape)}")
     n, k = weight.shape
     if k % group_size != 0:
-        raise ValueError(f"K = {k} is not a multiple of group_size = {group_size}")
+        raise ValueError(f"K = {k} breaks rule K % group_size == 0 (group_size = {group_size})")
     w = weight.detach().to(torch.float32)
     if not bool(torch.isfinite(w).all()):
         raise ValueError("weight contains NaN or Inf; cannot choose quantization parameters")
