@@ -1,0 +1,111 @@
+"""parakeet_executorch.lowbit on ExecuTorch: quantize_ -> torch.export -> .pte -> run == eager.
+
+The .pte calls torchao::_linear_fp_act_{n}bit_weight.out; on CPU it runs through this package's
+C++ kernel library (built with CMake against the executorch wheel's SDK, then loaded into the
+Python runtime with executorch_kernels.load()).
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import torch
+
+from parakeet_executorch.lowbit import UIntxWeight, UIntxWeightOnlyConfig
+from parakeet_executorch.lowbit import executorch_kernels as ek
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def kernels():
+    if shutil.which("cmake") is None:
+        pytest.skip("cmake not on PATH: cannot build the ExecuTorch low-bit kernel library (pip install cmake)")
+    path = ek.library_path()  # builds once into the cache (~30 s), raises with the log on failure
+    ek.load(path)
+    return path
+
+
+class _Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(64, 256)
+        self.b = torch.nn.Linear(256, 128, bias=False)
+        self.c = torch.nn.Linear(128, 6)  # N = 6: exercises the kernel's row-tile remainder
+
+    def forward(self, x):
+        return self.c(torch.relu(self.b(torch.relu(self.a(x)))))
+
+
+def _export_pte(bitwidth, group_size, xnnpack, tmp_path):
+    from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+    from torch.export import Dim, export
+    from torchao.quantization import quantize_
+
+    torch.manual_seed(0)
+    m = _Model().eval()
+    quantize_(m, UIntxWeightOnlyConfig(bitwidth=bitwidth, group_size=group_size))
+    ep = export(m, (torch.randn(5, 64),), dynamic_shapes=({0: Dim("M", min=1, max=512)},))
+    partitioner = []
+    if xnnpack:
+        from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+
+        partitioner = [XnnpackPartitioner()]
+    edge = to_edge_transform_and_lower(ep, partitioner=partitioner,
+                                       compile_config=EdgeCompileConfig(_check_ir_validity=False))
+    et = edge.to_executorch()
+    path = tmp_path / f"lowbit_{bitwidth}_{'xnnpack' if xnnpack else 'portable'}.pte"
+    path.write_bytes(et.buffer)
+    return m, et, path
+
+
+def _run(path, x):
+    from executorch.runtime import Runtime
+
+    method = Runtime.get().load_program(str(path)).load_method("forward")
+    return method.execute([x])[0]
+
+
+@pytest.mark.parametrize("xnnpack", [False, True], ids=["portable", "xnnpack"])
+def test_pte_fpa4w_runs_and_equals_eager(kernels, xnnpack, tmp_path):
+    m, et, path = _export_pte(4, 32, xnnpack, tmp_path)
+    for M in (1, 5, 37):
+        x = torch.randn(M, 64)
+        y = _run(path, x)
+        assert y.shape == (M, 6)
+        torch.testing.assert_close(y, m(x), atol=1e-4, rtol=1e-4)
+
+
+def test_pte_keeps_weights_4bit(kernels, tmp_path):
+    m, et, path = _export_pte(4, 32, False, tmp_path)
+    gm = et.exported_program().graph_module
+    calls = [n for n in gm.graph.nodes if n.op == "call_function" and "_linear_fp_act_4bit_weight" in str(n.target)]
+    assert len(calls) == 3 and all(str(n.target).endswith(".out") for n in calls)
+    consts = {**et.exported_program().state_dict, **et.exported_program().constants}
+    packed = [t for t in consts.values() if isinstance(t, torch.Tensor) and t.dtype == torch.uint8]
+    assert sorted(tuple(t.shape) for t in packed) == [(6, 64), (128, 128), (256, 32)]
+    float_2d = {tuple(t.shape) for t in consts.values() if isinstance(t, torch.Tensor) and t.is_floating_point()}
+    assert not float_2d & {(256, 64), (128, 256), (6, 128)}  # no float copy of any weight
+    fp32_weight_bytes = 4 * (64 * 256 + 256 * 128 + 128 * 6)
+    assert path.stat().st_size < fp32_weight_bytes / 2
+
+
+@pytest.mark.parametrize("bitwidth", [3, 8])
+def test_pte_other_bitwidths(kernels, bitwidth, tmp_path):
+    m, et, path = _export_pte(bitwidth, 64, False, tmp_path)
+    x = torch.randn(3, 64)
+    torch.testing.assert_close(_run(path, x), m(x), atol=1e-4, rtol=1e-4)
+
+
+def test_kernels_registered(kernels):
+    assert [f"torchao::_linear_fp_act_{n}bit_weight.out" for n in range(1, 9)] == ek.registered_ops()
+
+
+def test_weight_is_subclass_until_export():
+    torch.manual_seed(0)
+    from torchao.quantization import quantize_
+
+    m = _Model()
+    quantize_(m, UIntxWeightOnlyConfig())
+    assert all(isinstance(l.weight, UIntxWeight) for l in (m.a, m.b, m.c))
