@@ -5,7 +5,11 @@ against "dequantize the whole weight, then matmul".  Prints a table: millisecond
 GB/s of weight bytes read at M = 1 (packed bytes + scales/zeros for the op; fp32 bytes for
 F.linear; packed bytes for dequantize-then-matmul) and GFLOP/s (2*M*N*K) at M = 625.
 
-Usage: PYTHONPATH=src python benchmarks/bench_lowbit.py [--bits 4] [--group-size 32] [--threads N]
+With ``--executorch`` it also times the C++ ExecuTorch kernel (``torchao::_linear_fp_act_{n}bit_weight.out``,
+built and loaded by ``parakeet_executorch.lowbit.executorch_kernels``) through a one-layer .pte in the
+Python runtime (portable, no delegate).
+
+Usage: PYTHONPATH=src python benchmarks/bench_lowbit.py [--bits 4] [--group-size 32] [--threads N] [--executorch]
 """
 
 from __future__ import annotations
@@ -37,12 +41,35 @@ def _time(fn, rounds=5, min_time=0.05, min_iter=2):
     return best
 
 
+def _time_executorch(w, nb, g, a):
+    """Time one quantized linear exported to a portable .pte and run by the Python runtime."""
+    import tempfile
+
+    from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+    from executorch.runtime import Runtime
+    from torchao.quantization import quantize_
+
+    from parakeet_executorch.lowbit import UIntxWeightOnlyConfig
+
+    lin = torch.nn.Linear(w.shape[1], w.shape[0], bias=False)
+    lin.weight.data.copy_(w)
+    quantize_(lin, UIntxWeightOnlyConfig(bitwidth=nb, group_size=g, uintx_choose_qparams_algorithm="min_max"))
+    ep = torch.export.export(lin, (a,))
+    et = to_edge_transform_and_lower(ep, compile_config=EdgeCompileConfig(_check_ir_validity=False)).to_executorch()
+    with tempfile.NamedTemporaryFile(suffix=".pte") as f:
+        f.write(et.buffer)
+        f.flush()
+        method = Runtime.get().load_program(f.name).load_method("forward")
+        return _time(lambda: method.execute([a]), rounds=3)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bits", type=int, default=4)
     ap.add_argument("--group-size", type=int, default=32)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--ms", type=str, default="1,625")
+    ap.add_argument("--executorch", action="store_true", help="also time the ExecuTorch C++ kernel via a .pte")
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -51,6 +78,11 @@ def main(argv=None):
     print(f"# torch {torch.__version__}, threads {torch.get_num_threads()}, {nb}-bit, group {g}")
     hdr = (f"{'M':>4} {'K':>5} {'N':>5} | {'lowbit ms':>9} {'fp32 ms':>8} {'deq+mm ms':>9} | "
            f"{'lowbit':>8} {'fp32':>8} {'deq+mm':>8} {'unit':>7} | {'vs deq':>6} {'vs fp32':>7}")
+    if args.executorch:
+        from parakeet_executorch.lowbit import executorch_kernels
+
+        executorch_kernels.load()
+        hdr += f" | {'ET ms':>8} {'ET':>8}"
     print(hdr)
     print("-" * len(hdr))
     for m in [int(x) for x in args.ms.split(",")]:
@@ -72,7 +104,12 @@ def main(argv=None):
                 unit = "GFLOP/s"
             print(f"{m:>4} {k:>5} {n:>5} | {t_op*1e3:>9.3f} {t_fp*1e3:>8.3f} {t_dq*1e3:>9.3f} | "
                   f"{vals[0]:>8.2f} {vals[1]:>8.2f} {vals[2]:>8.2f} {unit:>7} | "
-                  f"{t_dq / t_op:>5.2f}x {t_op / t_fp:>6.2f}x")
+                  f"{t_dq / t_op:>5.2f}x {t_op / t_fp:>6.2f}x", end="")
+            if args.executorch:
+                t_et = _time_executorch(w, nb, g, a)
+                v = (b.numel() + s.numel() * 8) / t_et / 1e9 if m == 1 else 2 * m * n * k / t_et / 1e9
+                print(f" | {t_et * 1e3:>8.3f} {v:>8.2f}", end="")
+            print()
     print("vs deq = (dequantize-then-matmul time) / (lowbit time): goal >= 2 at M = 1")
     print("vs fp32 = (lowbit time) / (fp32 F.linear time): goal <= 2 at M = 625")
 

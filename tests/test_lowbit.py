@@ -270,6 +270,7 @@ def test_config_bitwidth_errors():
         UIntxWeightOnlyConfig(group_size=16)
     with pytest.raises(ValueError, match="unknown uintx_choose_qparams_algorithm 'gptq'"):
         UIntxWeightOnlyConfig(uintx_choose_qparams_algorithm="gptq")
+    assert UIntxWeightOnlyConfig(uintx_choose_qparams_algorithm="minmax").uintx_choose_qparams_algorithm == "min_max"
 
 
 @pytest.mark.parametrize("n", BITS)

@@ -10,7 +10,7 @@ from torchao.core.config import AOBaseConfig
 from torchao.quantization.transform_module import register_quantize_module_handler
 
 from .packing import SUPPORTED_BITWIDTHS
-from .qparams import ALGORITHMS, GROUP_SIZES
+from .qparams import GROUP_SIZES, normalize_algorithm
 from .tensor import UIntxWeight
 
 
@@ -55,7 +55,8 @@ class UIntxWeightOnlyConfig(AOBaseConfig):
 
     Args:
         bitwidth: 1..8.  group_size: 32, 64, 128 or 256.
-        uintx_choose_qparams_algorithm: ``"hqq"`` (default) or ``"min_max"``.
+        uintx_choose_qparams_algorithm: ``"hqq"`` (default) or ``"min_max"`` (alias ``"minmax"``;
+            torchao's ``UIntxChooseQParamsAlgorithm`` values are accepted too).
         check_metal_rows: also enforce Metal's ``N % 4 == 0`` rule (for multi-row inputs).
 
     Raises:
@@ -76,11 +77,10 @@ class UIntxWeightOnlyConfig(AOBaseConfig):
         if isinstance(self.group_size, bool) or self.group_size not in GROUP_SIZES:
             raise ValueError(f"UIntxWeightOnlyConfig: unsupported group_size {self.group_size!r}; "
                              f"supported group sizes are {list(GROUP_SIZES)}")
-        algo = getattr(self.uintx_choose_qparams_algorithm, "value", self.uintx_choose_qparams_algorithm)
-        if algo not in ALGORITHMS:
-            raise ValueError(f"UIntxWeightOnlyConfig: unknown uintx_choose_qparams_algorithm {algo!r}; "
-                             f"use one of {list(ALGORITHMS)}")
-        self.uintx_choose_qparams_algorithm = algo
+        try:
+            self.uintx_choose_qparams_algorithm = normalize_algorithm(self.uintx_choose_qparams_algorithm)
+        except ValueError as exc:
+            raise ValueError(f"UIntxWeightOnlyConfig: {exc}") from None
 
 
 def _describe(module: torch.nn.Module) -> str:

@@ -31,7 +31,7 @@ _REGISTERED = False
 #: Which library supplies the MPS kernels: "torchao" (source build loaded) or "parakeet_executorch".
 MPS_PROVIDER = "parakeet_executorch"
 #: Rows of packed weight processed per step of the CPU/CUDA kernels (bounds temporary memory).
-_CHUNK_ELEMS = int(os.environ.get("PARAKEET_LOWBIT_CHUNK_ELEMS", str(1 << 17)))
+_CHUNK_ELEMS = int(os.environ.get("PARAKEET_LOWBIT_CHUNK_ELEMS", str(1 << 19)))
 #: The same for M > SMALL_M, where the chunk is dequantized into a buffer for one large GEMM.
 _CHUNK_ELEMS_LARGE_M = int(os.environ.get("PARAKEET_LOWBIT_CHUNK_ELEMS_LARGE_M", str(1 << 20)))
 #: At or below this many activation rows the kernel never forms S*q+Z (per-group identity path).

@@ -15,6 +15,17 @@ import torch
 from .packing import check_bitwidth
 
 ALGORITHMS = ("min_max", "hqq")
+#: Accepted spellings of the algorithm names.
+ALGORITHM_ALIASES = {"minmax": "min_max", "min-max": "min_max"}
+
+
+def normalize_algorithm(algorithm) -> str:
+    """``"min_max"`` or ``"hqq"`` from a name, an alias (``"minmax"``) or torchao's enum; ``ValueError`` otherwise."""
+    algo = getattr(algorithm, "value", algorithm)
+    algo = ALGORITHM_ALIASES.get(algo, algo)
+    if algo not in ALGORITHMS:
+        raise ValueError(f"unknown uintx_choose_qparams_algorithm {algorithm!r}: use one of {list(ALGORITHMS)}")
+    return algo
 GROUP_SIZES = (32, 64, 128, 256)
 ACT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -137,16 +148,14 @@ def choose_qparams_hqq(weight: torch.Tensor, bitwidth: int, group_size: int,
 
 def choose_qparams(weight: torch.Tensor, bitwidth: int, group_size: int, algorithm: str = "hqq",
                    dtype: torch.dtype = torch.float32):
-    """Dispatch to :func:`choose_qparams_min_max` (``"min_max"``) or :func:`choose_qparams_hqq` (``"hqq"``).
+    """Dispatch to :func:`choose_qparams_min_max` (``"min_max"``, alias ``"minmax"``) or :func:`choose_qparams_hqq` (``"hqq"``).
 
     Raises ``ValueError`` for an unknown algorithm name.
     """
-    algo = getattr(algorithm, "value", algorithm)
+    algo = normalize_algorithm(algorithm)
     if algo == "min_max":
         return choose_qparams_min_max(weight, bitwidth, group_size, dtype)
-    if algo == "hqq":
-        return choose_qparams_hqq(weight, bitwidth, group_size, dtype)
-    raise ValueError(f"unknown uintx_choose_qparams_algorithm {algorithm!r}: use one of {list(ALGORITHMS)}")
+    return choose_qparams_hqq(weight, bitwidth, group_size, dtype)
 
 
 def dequantize(q: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor, group_size: int,

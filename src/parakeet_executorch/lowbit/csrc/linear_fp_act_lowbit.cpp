@@ -4,8 +4,8 @@
 // B uint8 [N, K*n/8], each row an LSB-first stream of n-bit values along K;
 // S, Z [N, K/group_size] in A's dtype; out[m, r] = sum_k A[m, k] * (q[r, k] * S[r, g] + Z[r, g]).
 //
-// The kernel never dequantizes the weight: per tile of rows it unpacks q into a small float
-// buffer and evaluates sum_g S[r, g] * dot(A[m, g], q[r, g]) + Z[r, g] * sum(A[m, g]).
+// The kernel never materializes the dequantized weight: it expands one tile of 8 weight rows at
+// a time into a small float buffer (8 * K floats, cache resident) and reuses it for every row of A.
 // Built against the executorch wheel's SDK (kernel_util + libexecutorch.so); loading the
 // shared library registers the kernels through static initializers.
 
@@ -56,7 +56,7 @@ inline void unpack_row(const uint8_t* src, int64_t K, float* dst) {
 template <typename CTYPE, int NBIT>
 void linear_impl(const Tensor& A, const Tensor& B, int64_t group_size, const Tensor& S,
                  const Tensor& Z, Tensor& out) {
-  constexpr int NR = 4;  // weight rows per tile: each activation load feeds NR dot products
+  constexpr int NR = 8;  // weight rows per tile: each activation load feeds NR dot products
   const int64_t M = A.size(0), K = A.size(1), N = B.size(0);
   const int64_t G = K / group_size;
   const int64_t row_bytes = K * NBIT / 8;
@@ -66,49 +66,50 @@ void linear_impl(const Tensor& A, const Tensor& B, int64_t group_size, const Ten
   const CTYPE* z_src = Z.const_data_ptr<CTYPE>();
   CTYPE* y = out.mutable_data_ptr<CTYPE>();
 
+  // Activations as float (a no-op copy for fp32 keeps one code path).
   std::vector<float> a(static_cast<size_t>(M * K));
   for (int64_t i = 0; i < M * K; ++i) a[i] = static_cast<float>(a_src[i]);
-  std::vector<float> asum(static_cast<size_t>(M * G), 0.f);
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t g = 0; g < G; ++g) {
-      float acc = 0.f;
-      const float* ap = a.data() + m * K + g * group_size;
-      for (int64_t j = 0; j < group_size; ++j) acc += ap[j];
-      asum[m * G + g] = acc;
-    }
-  std::vector<float> q(static_cast<size_t>(NR * K));
+  // One tile of NR weight rows, expanded to float in cache (NR * K floats), reused for all M rows.
+  std::vector<float> w(static_cast<size_t>(NR * K), 0.f);
   for (int64_t r0 = 0; r0 < N; r0 += NR) {
     const int nr = static_cast<int>(std::min<int64_t>(NR, N - r0));
-    for (int i = 0; i < nr; ++i) unpack_row<NBIT>(b + (r0 + i) * row_bytes, K, q.data() + i * K);
-    for (int i = nr; i < NR; ++i) std::fill(q.begin() + i * K, q.begin() + (i + 1) * K, 0.f);
-    float sc[NR], zc[NR];
+    for (int i = 0; i < nr; ++i) {
+      float* wr = w.data() + i * K;
+      unpack_row<NBIT>(b + (r0 + i) * row_bytes, K, wr);
+      for (int64_t g = 0; g < G; ++g) {
+        const float sc = static_cast<float>(s_src[(r0 + i) * G + g]);
+        const float zc = static_cast<float>(z_src[(r0 + i) * G + g]);
+        float* wg = wr + g * group_size;
+#pragma omp simd
+        for (int64_t j = 0; j < group_size; ++j) wg[j] = wg[j] * sc + zc;
+      }
+    }
+    if (nr < NR) std::fill(w.begin() + nr * K, w.end(), 0.f);
+    const float* w0 = w.data();
+    const float* w1 = w0 + K;
+    const float* w2 = w1 + K;
+    const float* w3 = w2 + K;
+    const float* w4 = w3 + K;
+    const float* w5 = w4 + K;
+    const float* w6 = w5 + K;
+    const float* w7 = w6 + K;
     for (int64_t m = 0; m < M; ++m) {
       const float* am = a.data() + m * K;
-      float yacc[NR] = {0.f, 0.f, 0.f, 0.f};
-      for (int64_t g = 0; g < G; ++g) {
-        const float* ap = am + g * group_size;
-        const float* q0 = q.data() + g * group_size;
-        const float* q1 = q0 + K;
-        const float* q2 = q1 + K;
-        const float* q3 = q2 + K;
-        float d0 = 0.f, d1 = 0.f, d2 = 0.f, d3 = 0.f;
-#pragma omp simd reduction(+ : d0, d1, d2, d3)
-        for (int64_t j = 0; j < group_size; ++j) {
-          const float av = ap[j];
-          d0 += av * q0[j];
-          d1 += av * q1[j];
-          d2 += av * q2[j];
-          d3 += av * q3[j];
-        }
-        const float dd[NR] = {d0, d1, d2, d3};
-        const float as = asum[m * G + g];
-        for (int i = 0; i < nr; ++i) {
-          sc[i] = static_cast<float>(s_src[(r0 + i) * G + g]);
-          zc[i] = static_cast<float>(z_src[(r0 + i) * G + g]);
-          yacc[i] += sc[i] * dd[i] + zc[i] * as;
-        }
+      float d0 = 0.f, d1 = 0.f, d2 = 0.f, d3 = 0.f, d4 = 0.f, d5 = 0.f, d6 = 0.f, d7 = 0.f;
+#pragma omp simd reduction(+ : d0, d1, d2, d3, d4, d5, d6, d7)
+      for (int64_t k = 0; k < K; ++k) {
+        const float av = am[k];
+        d0 += av * w0[k];
+        d1 += av * w1[k];
+        d2 += av * w2[k];
+        d3 += av * w3[k];
+        d4 += av * w4[k];
+        d5 += av * w5[k];
+        d6 += av * w6[k];
+        d7 += av * w7[k];
       }
-      for (int i = 0; i < nr; ++i) y[m * N + r0 + i] = static_cast<CTYPE>(yacc[i]);
+      const float d[NR] = {d0, d1, d2, d3, d4, d5, d6, d7};
+      for (int i = 0; i < nr; ++i) y[m * N + r0 + i] = static_cast<CTYPE>(d[i]);
     }
   }
 }
