@@ -48,6 +48,10 @@ def executorch_cmake_dir() -> Path:
 
 
 def _cache_key() -> str:
+    if not (source_dir() / "CMakeLists.txt").is_file():
+        raise RuntimeError(f"the kernel sources are missing from {source_dir()} (this installation did not ship "
+                           "parakeet_executorch/lowbit/csrc as package data); set PARAKEET_LOWBIT_KERNELS_LIB to a "
+                           "prebuilt library or install from a source checkout")
     h = hashlib.sha256()
     for f in sorted(source_dir().iterdir()):
         if f.is_file():
