@@ -109,3 +109,14 @@ def test_weight_is_subclass_until_export():
     m = _Model()
     quantize_(m, UIntxWeightOnlyConfig())
     assert all(isinstance(l.weight, UIntxWeight) for l in (m.a, m.b, m.c))
+
+
+def test_static_archive_for_cpp_runner():
+    """The static archive a C++ runner links whole (-DPARAKEET_EXTRA_KERNEL_LIBRARIES=<path>)."""
+    if shutil.which("cmake") is None:
+        pytest.skip("cmake not on PATH: cannot build the ExecuTorch low-bit kernel library (pip install cmake)")
+    path = ek.library_path(static=True)
+    assert path.name == "libparakeet_lowbit_kernels.a"
+    data = path.read_bytes()
+    for n in range(1, 9):
+        assert f"torchao::_linear_fp_act_{n}bit_weight.out".encode() in data

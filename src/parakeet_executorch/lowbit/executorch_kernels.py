@@ -23,6 +23,7 @@ import tempfile
 from pathlib import Path
 
 LIB_NAME = "libparakeet_lowbit_kernels.so"
+STATIC_LIB_NAME = "libparakeet_lowbit_kernels.a"
 _LOADED: dict[str, ctypes.CDLL] = {}
 
 
@@ -74,10 +75,12 @@ def default_cache_dir() -> Path:
 
 
 def library_path(build: bool = True, cache_dir: str | os.PathLike | None = None, native: bool = True,
-                 verbose: bool = False) -> Path:
+                 verbose: bool = False, static: bool = False) -> Path:
     """Path of the kernel shared library, building it with CMake if needed.
 
     Args:
+        static: return the static archive instead (``libparakeet_lowbit_kernels.a``, for linking
+            whole into a C++ runner: ``-DPARAKEET_EXTRA_KERNEL_LIBRARIES=<this path>``).
         build: build when missing (False: raise ``FileNotFoundError`` instead).
         cache_dir: where builds are kept (default :func:`default_cache_dir`).
         native: compile with ``-march=native`` (the library is built for this machine).
@@ -89,13 +92,14 @@ def library_path(build: bool = True, cache_dir: str | os.PathLike | None = None,
         RuntimeError: no ``cmake`` / C++ compiler, or the build failed (message has the log tail).
     """
     env = os.environ.get("PARAKEET_LOWBIT_KERNELS_LIB")
-    if env:
+    if env and not static:
         p = Path(env)
         if not p.is_file():
             raise FileNotFoundError(f"PARAKEET_LOWBIT_KERNELS_LIB={env} does not exist")
         return p
     out_dir = Path(cache_dir) if cache_dir else default_cache_dir()
-    target = out_dir / f"{_cache_key()}{'-native' if native else ''}" / LIB_NAME
+    name = STATIC_LIB_NAME if static else LIB_NAME
+    target = out_dir / f"{_cache_key()}{'-native' if native else ''}{'-static' if static else ''}" / name
     if target.is_file():
         return target
     if not build:
@@ -108,7 +112,8 @@ def library_path(build: bool = True, cache_dir: str | os.PathLike | None = None,
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         cmds = [
             [cmake, "-S", str(source_dir()), "-B", tmp, "-DCMAKE_BUILD_TYPE=Release",
-             f"-DCMAKE_PREFIX_PATH={executorch_cmake_dir()}", f"-DPARAKEET_LOWBIT_NATIVE={'ON' if native else 'OFF'}"],
+             f"-DCMAKE_PREFIX_PATH={executorch_cmake_dir()}", f"-DPARAKEET_LOWBIT_NATIVE={'ON' if native else 'OFF'}",
+             f"-DPARAKEET_LOWBIT_STATIC={'ON' if static else 'OFF'}"],
             [cmake, "--build", tmp, "-j", str(max(1, os.cpu_count() or 1))],
         ]
         for cmd in cmds:
@@ -118,9 +123,9 @@ def library_path(build: bool = True, cache_dir: str | os.PathLike | None = None,
             if res.returncode != 0:
                 tail = (res.stdout + res.stderr)[-4000:]
                 raise RuntimeError(f"building the low-bit ExecuTorch kernels failed ({' '.join(cmd)}):\n{tail}")
-        built = Path(tmp) / LIB_NAME
+        built = Path(tmp) / name
         if not built.is_file():
-            raise RuntimeError(f"the build finished but produced no {LIB_NAME} in {tmp}")
+            raise RuntimeError(f"the build finished but produced no {name} in {tmp}")
         os.replace(built, target)  # atomic: concurrent builders end with one complete file
     return target
 
