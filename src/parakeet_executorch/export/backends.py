@@ -41,13 +41,22 @@ def check_host(backend: str, dtype: str) -> None:
 def partitioners(backend: str, programs: dict[str, ExportedProgram]):
     """Return (partitioner per method, programs rewritten as the backend needs) for ``to_edge_transform_and_lower``."""
     if backend == "portable":
-        return {name: [] for name in programs}, programs
+        # Decomposing lets torchao's weight-only dequantize (which has no ExecuTorch out variant) run as plain
+        # portable ops while the int8 weights stay int8 constants; float graphs are unaffected.
+        rewritten = {name: (ep.run_decompositions() if name in COMPUTE_METHODS else ep)
+                     for name, ep in programs.items()}
+        return {name: [] for name in programs}, rewritten
     if backend == "xnnpack":
-        from executorch.backends.xnnpack.partition.xnnpack_partitioner import (
-            XnnpackDynamicallyQuantizedPartitioner, XnnpackPartitioner)
+        from .xnnpack_rewrites import rewrite_views, xnnpack_partitioner
 
-        return ({name: ([XnnpackDynamicallyQuantizedPartitioner(), XnnpackPartitioner()]
-                        if name in COMPUTE_METHODS else []) for name in programs}, programs)
+        # One partitioner of all precisions: in executorch 1.5.1 XnnpackDynamicallyQuantizedPartitioner also takes
+        # fp32 linears/convs, one delegate each, which cut the encoder into hundreds of partitions (issue 8).
+        # rewrite_views: see xnnpack_rewrites.py (reshapes with one run-time size as -1, numerics unchanged).
+        for name in COMPUTE_METHODS:
+            if name in programs:
+                rewrite_views(programs[name])
+        return ({name: ([xnnpack_partitioner()] if name in COMPUTE_METHODS else []) for name in programs},
+                programs)
     if backend == "metal":
         return _metal_partitioners(programs)
     if backend == "cuda":

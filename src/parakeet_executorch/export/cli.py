@@ -113,31 +113,16 @@ def run_export(args: argparse.Namespace) -> Path:
 
 
 def _quantize(model, plan: dict[str, str], args) -> dict:
-    """Quantize encoder and decoder parts in place; print and return the report (see recipes.PartReport)."""
-    from dataclasses import asdict
+    from .recipes import quantize_model
 
-    from .recipes import DEFAULT_GROUP_SIZE, quantize_embedding, quantize_part
-
-    parts = {"encoder": (["encoder", "joint.enc"], True),
-             "decoder": (["decoder", "joint.pred", "joint.joint_net"], False)}
-    report = {"parts": {}}
-    for part, (prefixes, multi_row) in parts.items():
-        recipe = plan[part]
-        gs = DEFAULT_GROUP_SIZE[recipe] if args.group_size is None else args.group_size
-        r = quantize_part(model, prefixes, recipe, gs, args.qparams, args.strict, multi_row)
-        report["parts"][part] = asdict(r)
-        print(f"  {part}: {recipe}, group size {gs or 'per channel'}: quantized {r.quantized} of {r.linear_layers} "
-              f"linear layers, weights {r.weight_bytes_before / 1e6:.2f} MB -> {r.weight_bytes_after / 1e6:.2f} MB")
-        for reason in r.skipped.values():
+    report = quantize_model(model, plan["encoder"], plan["decoder"], args.group_size, args.qparams, args.strict,
+                            args.quantize_embedding)
+    for part, r in report["parts"].items():
+        gs = r["group_size"] or "per channel"
+        print(f"  {part}: {r['recipe']}, group size {gs}: quantized {r['quantized']} of {r['linear_layers']} "
+              f"layers, weights {r['weight_bytes_before'] / 1e6:.2f} MB -> {r['weight_bytes_after'] / 1e6:.2f} MB")
+        for reason in list(r["skipped"].values()) + r["not_covered"]:
             print(f"    left in float: {reason}")
-        for what in r.not_covered:
-            print(f"    left in float: {what}")
-    if args.quantize_embedding != "none":
-        gs = 0 if args.group_size is None else args.group_size
-        r = quantize_embedding(model, "decoder.prediction.embed", args.quantize_embedding, gs)
-        report["parts"]["embedding"] = asdict(r)
-        print(f"  embedding: {args.quantize_embedding}: {r.weight_bytes_before / 1e6:.2f} MB -> "
-              f"{r.weight_bytes_after / 1e6:.2f} MB")
     return report
 
 
@@ -146,6 +131,7 @@ def _write_atomically(path: Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; an exported model is meant to be shared
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)

@@ -1,0 +1,308 @@
+"""Rewrites that let XNNPACK take the whole FastConformer encoder in a few large partitions.
+
+Why: lowered as traced, the encoder split into hundreds of XNNPACK delegates (343 on the full-size model) around
+ops that the XNNPACK partitioner of executorch 1.5.1 rejects; every boundary costs a round trip through the
+portable kernels, and lowering time grows with the number of partitions (23 min for the full model).
+
+Two levels, both numerically equivalent to NeMo (same maths, at most a different float summation order):
+
+1. Module level, :func:`xnnpack_friendly_encoder` -- a context manager that, while a NeMo ``ConformerEncoder`` is
+   traced by ``torch.export``, swaps the ``forward`` of some of its submodules (the instances only; NeMo's classes and
+   files are untouched, and everything is restored on exit):
+
+   ``LayerNorm`` -> mean and variance as two ``linear`` ops against a constant ``1/D`` row.
+       XNNPACK has no layer-norm op (``native_layer_norm`` x5 per layer stayed portable), and its ``mean.dim`` only
+       reduces the two inner dims of a 4-D tensor. A [1, D] weight of ``1/D`` gives ``sum(x)/D`` on its GEMM kernel;
+       ``(x - mean) * rsqrt(var + eps) * w + b`` is the definition of layer norm (biased variance, as PyTorch).
+       1/D is exact for D a power of two (64, 1024); only the summation order differs.
+
+   ``RelPositionMultiHeadAttention`` -> the same attention in 3-D (batch 1 dropped: [heads, time, d_k]).
+       In 4-D, every ``matmul`` became expand + view + bmm + view with two symbolic sizes, which XNNPACK's reshape
+       cannot take, so each layer split three times. In 3-D the bmm operands and results need no such view.
+       The relative shift (pad, view, slice, view, slice) stays on the portable kernels: its views and slices have
+       run-time sizes, which XNNPACK's static reshape/slice cannot express. It is pure data movement, identical to
+       NeMo's ``rel_shift``; it is the only per-layer cut of the graph.
+       Masking: ``masked_fill(mask, -10000)`` -> ``scores * keep + fill`` and ``masked_fill(mask, 0)`` ->
+       ``attn * keep`` with float ``keep = ~mask`` and ``fill = mask * -10000``, made once per mask tensor.
+       For finite scores, ``s * 1 + (-0.0) == s`` and ``s * 0 + (-10000) == -10000`` exactly, so the result is
+       bit-identical; XNNPACK has no ``where``.
+
+   ``ConformerConvolution`` -> GLU as two 1x1 convolutions (the two halves of ``pointwise_conv1``'s weight) and
+       ``a * sigmoid(g)``; pad masking as ``x * keep``.
+       ``glu(x, dim=1)`` decomposes into two channel slices of a tensor with a run-time length, which XNNPACK's
+       static slice rejects; each output channel of a 1x1 conv depends only on its own weight row, so the halves
+       compute the same values. ``masked_fill(pad, 0)`` -> ``x * keep`` as above (exact for finite x).
+
+2. Graph level, :func:`rewrite_views` (on the ATen-level ExportedProgram, before ``to_edge``):
+
+   ``view``/``reshape``/non-trailing ``unsqueeze`` whose output has exactly one run-time size -> a ``view`` with
+   that size written as ``-1`` (after a contiguous clone where the input may be strided).
+       XNNPACK's partitioner rejects any symbolic size in a reshape but takes one inferred (-1) dimension; the
+       element count fixes the same size, so the view is the same (e.g. the subsampling's [1, T, 4096] reshape).
+       XNNPACK's unsqueeze only inserts a trailing dim; the features' ``unsqueeze(1)`` before the first conv2d
+       split the subsampling from the first delegate.
+"""
+
+from __future__ import annotations
+
+import types
+from contextlib import contextmanager
+
+import torch
+import torch.nn.functional as F
+
+# ---------------------------------------------------------------------------------------------------------------
+# Module level
+# ---------------------------------------------------------------------------------------------------------------
+
+_INF_FILL = -10000.0  # NeMo's INF_VAL in multi_head_attention.py
+
+
+class _MaskCache:
+    """Float forms of a boolean mask, made once per traced mask tensor (not once per layer)."""
+
+    def __init__(self):
+        self._entries: dict[int, tuple] = {}
+
+    def keep_and_fill(self, mask: torch.Tensor, dtype: torch.dtype):
+        key = id(mask)
+        hit = self._entries.get(key)
+        if hit is None or hit[0] is not mask:
+            keep = torch.logical_not(mask).to(dtype)
+            fill = mask.to(dtype) * _INF_FILL
+            hit = (mask, keep, fill)
+            self._entries[key] = hit
+        return hit[1], hit[2]
+
+
+def _layer_norm_forward(self, x):
+    avg = self._xnn_avg_row  # [1, D] of 1/D
+    mean = F.linear(x, avg)
+    centred = x - mean
+    var = F.linear(centred * centred, avg)
+    y = centred * torch.rsqrt(var + self.eps)
+    if self.weight is not None:
+        y = y * self.weight
+    if self.bias is not None:
+        y = y + self.bias
+    return y
+
+
+def _rel_shift_3d(x: torch.Tensor) -> torch.Tensor:
+    """NeMo's ``rel_shift`` for [heads, time, 2*time-1] (batch dimension dropped)."""
+    h, qlen, pos_len = x.size()
+    x = F.pad(x, pad=(1, 0))
+    x = x.view(h, -1, qlen)
+    return x[:, 1:].view(h, qlen, pos_len)
+
+
+def _make_attention_forward(masks: _MaskCache, original):
+    def forward(self, query, key, value, mask, pos_emb=None, cache=None):
+        if cache is not None or query.size(0) != 1 or pos_emb is None or pos_emb.size(0) != 1:
+            return original(query, key, value, mask, pos_emb=pos_emb, cache=cache)
+        h, d_k = self.h, self.d_k
+        q = self.linear_q(query).view(-1, h, d_k)  # [T, H, d_k]
+        k = self.linear_k(key).view(-1, h, d_k)
+        v = self.linear_v(value).view(-1, h, d_k)
+        p = self.linear_pos(pos_emb).view(-1, h, d_k)  # [P, H, d_k]
+        q_u = (q + self.pos_bias_u).transpose(0, 1)  # [H, T, d_k]
+        q_v = (q + self.pos_bias_v).transpose(0, 1)
+        matrix_bd = torch.bmm(q_v, p.permute(1, 2, 0))  # [H, T, P]
+        matrix_ac = torch.bmm(q_u, k.permute(1, 2, 0))  # [H, T, T]
+        matrix_bd = _rel_shift_3d(matrix_bd)[:, :, : matrix_ac.size(-1)]
+        scores = (matrix_ac + matrix_bd) / self.s_d_k
+        if mask is not None:
+            keep, fill = masks.keep_and_fill(mask, scores.dtype)  # [1, T, T] broadcasts over heads
+            scores = scores * keep + fill
+            attn = torch.softmax(scores, dim=-1) * keep
+        else:
+            attn = torch.softmax(scores, dim=-1)
+        out = torch.bmm(attn, v.transpose(0, 1))  # [H, T, d_k]
+        out = out.transpose(0, 1).contiguous().view(1, -1, h * d_k)
+        return self.linear_out(out)
+
+    return forward
+
+
+def _make_conv_forward(masks: _MaskCache, original):
+    def forward(self, x, pad_mask=None, cache=None):
+        if cache is not None or self.pointwise_activation != "glu_" or self.norm_type == "layer_norm":
+            return original(x, pad_mask=pad_mask, cache=cache)
+        x = x.transpose(1, 2)
+        a = F.conv1d(x, self._xnn_pw1_w_a, self._xnn_pw1_b_a)
+        g = F.conv1d(x, self._xnn_pw1_w_g, self._xnn_pw1_b_g)
+        x = a * torch.sigmoid(g)
+        if pad_mask is not None:
+            keep, _ = masks.keep_and_fill(pad_mask, x.dtype)  # [1, T] broadcasts as [1, 1, T]
+            x = x * keep
+        x = self.depthwise_conv(x)
+        x = self.batch_norm(x)
+        x = self.activation(x)
+        x = self.pointwise_conv2(x)
+        return x.transpose(1, 2)
+
+    return forward
+
+
+@contextmanager
+def xnnpack_friendly_encoder(encoder: torch.nn.Module):
+    """While active, ``encoder``'s LayerNorms, relative-position attentions and conv modules trace into
+    XNNPACK-friendly graphs (see the module docstring). Apply it around ``torch.export`` of the encoder only, after
+    the model has its final dtype and device. Eager outputs stay equal to NeMo's (tests check 1e-5)."""
+    from nemo.collections.asr.parts.submodules.conformer_modules import ConformerConvolution
+    from nemo.collections.asr.parts.submodules.multi_head_attention import RelPositionMultiHeadAttention
+
+    masks = _MaskCache()
+    patched: list[tuple[torch.nn.Module, list[str]]] = []
+
+    def add_buffer(mod, name, tensor, names):
+        mod.register_buffer(name, tensor)
+        names.append(name)
+
+    try:
+        for mod in encoder.modules():
+            names: list[str] = []
+            if isinstance(mod, torch.nn.LayerNorm) and len(mod.normalized_shape) == 1:
+                d = mod.normalized_shape[0]
+                ref = mod.weight if mod.weight is not None else next(encoder.parameters())
+                add_buffer(mod, "_xnn_avg_row", torch.full((1, d), 1.0 / d, dtype=ref.dtype, device=ref.device),
+                           names)
+                mod.forward = types.MethodType(_layer_norm_forward, mod)
+            elif type(mod) is RelPositionMultiHeadAttention and not getattr(mod, "use_pytorch_sdpa", False):
+                mod.forward = types.MethodType(_make_attention_forward(masks, mod.forward), mod)
+            elif isinstance(mod, ConformerConvolution):
+                conv = mod.pointwise_conv1
+                half = conv.out_channels // 2
+                w = conv.weight.detach()
+                add_buffer(mod, "_xnn_pw1_w_a", w[:half].clone(), names)
+                add_buffer(mod, "_xnn_pw1_w_g", w[half:].clone(), names)
+                b = conv.bias.detach() if conv.bias is not None else None
+                mod._xnn_pw1_b_a = None if b is None else torch.nn.Parameter(b[:half].clone(), requires_grad=False)
+                mod._xnn_pw1_b_g = None if b is None else torch.nn.Parameter(b[half:].clone(), requires_grad=False)
+                names += ["_xnn_pw1_b_a", "_xnn_pw1_b_g"]
+                mod.forward = types.MethodType(_make_conv_forward(masks, mod.forward), mod)
+            else:
+                continue
+            patched.append((mod, names))
+        yield encoder
+    finally:
+        for mod, names in patched:
+            mod.__dict__.pop("forward", None)
+            for name in names:
+                if name in mod._buffers:
+                    del mod._buffers[name]
+                elif name in mod._parameters:
+                    del mod._parameters[name]
+                else:
+                    mod.__dict__.pop(name, None)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Edge-graph level
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _is_static(dim) -> bool:
+    return isinstance(dim, int)
+
+
+def rewrite_views(ep) -> int:
+    """In an ATen-level ExportedProgram, give each ``view``/``reshape`` with one run-time output size a ``-1`` there.
+
+    XNNPACK's partitioner rejects a reshape with any symbolic size but takes one inferred (-1) dimension; the
+    element count fixes that size to the same value, so the op is unchanged. A ``reshape`` becomes
+    ``clone(contiguous) + view``, which is what it does anyway on a non-contiguous input and a no-op copy-free view
+    otherwise; ``to_edge`` would otherwise re-derive a symbolic shape from the reshape. The graph is changed in
+    place. Returns how many ops were rewritten."""
+    view, reshape = torch.ops.aten.view.default, torch.ops.aten.reshape.default
+    unsqueeze = torch.ops.aten.unsqueeze.default
+    graph = ep.graph_module.graph
+    count = 0
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target not in (view, reshape, unsqueeze):
+            continue
+        out = node.meta.get("val")
+        if out is None or not isinstance(out, torch.Tensor):
+            continue
+        if node.target == unsqueeze and node.args[1] in (-1, out.dim() - 1):
+            continue  # XNNPACK takes a trailing unsqueeze as it is
+        dynamic = [i for i, d in enumerate(out.shape) if not _is_static(d)]
+        if len(dynamic) != 1:
+            continue
+        shape = [int(d) if _is_static(d) else -1 for d in out.shape]
+        src = node.args[0]
+        if node.target in (reshape, unsqueeze):
+            with graph.inserting_before(node):
+                src = graph.call_function(torch.ops.aten.clone.default, (src,),
+                                          {"memory_format": torch.contiguous_format})
+                src.meta = dict(node.args[0].meta)
+        node.target = view
+        node.args = (src, shape)
+        count += 1
+    if count:
+        graph.eliminate_dead_code()
+        ep.graph_module.recompile()
+    return count
+
+
+def _is_scalar_work(node: torch.fx.Node) -> bool:
+    val = node.meta.get("val")
+    vals = val if isinstance(val, (tuple, list)) else [val]
+    return all(not isinstance(v, torch.Tensor) or v.numel() <= 1 for v in vals)
+
+
+def xnnpack_partitioner():
+    """``XnnpackPartitioner`` (all precisions) that leaves partitions of only one-element tensors to the portable
+    kernels: the encoder's length arithmetic (a few adds on a [1] float) otherwise became separate tiny delegates,
+    each a call into XNNPACK for one number. Only the tags change, never the graph."""
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+
+    class _Partitioner(XnnpackPartitioner):
+        def partition(self, exported_program):
+            result = super().partition(exported_program)
+            members: dict[str, list] = {}
+            for node in exported_program.graph_module.graph.nodes:
+                tag = node.meta.get("delegation_tag")
+                if tag is not None:
+                    members.setdefault(tag, []).append(node)
+            for tag, nodes in members.items():
+                compute = [n for n in nodes if n.op == "call_function"]
+                if compute and all(_is_scalar_work(n) for n in compute):
+                    for n in nodes:
+                        del n.meta["delegation_tag"]
+                    result.partition_tags.pop(tag, None)
+            return result
+
+    return _Partitioner()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Inspection helpers (tests, benchmarks)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _op_name(target) -> str:
+    text = str(target)
+    if text.startswith("<EdgeOpOverload: "):
+        return text[len("<EdgeOpOverload: "):].split(">")[0]
+    return getattr(target, "__name__", text) if not hasattr(target, "_schema") else text
+
+
+def delegate_summary(graph_module: torch.fx.GraphModule) -> dict:
+    """Count XNNPACK delegate calls and ops left outside them in a lowered graph (``getitem`` not counted)."""
+    import operator
+    from collections import Counter
+
+    delegates = 0
+    outside: Counter = Counter()
+    for node in graph_module.graph.nodes:
+        if node.op != "call_function":
+            continue
+        name = getattr(node.target, "__name__", str(node.target))
+        if name == "executorch_call_delegate":
+            delegates += 1
+        elif node.target is operator.getitem:
+            continue
+        else:
+            outside[_op_name(node.target)] += 1
+    return {"delegates": delegates, "non_delegated_ops": sum(outside.values()), "outside": dict(outside)}

@@ -1,0 +1,111 @@
+"""Quantization recipes: each .pte computes what the same quantized model computes eagerly in NeMo."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import SAMPLE_RATE, export_tiny, make_transcriber
+from nemo_reference import nemo_transcribe, runner_result
+from parakeet_executorch.export.recipes import RecipeError, check_recipe, quantize_model
+
+# (recipe, backend) pairs that run on this machine.
+RUNNABLE = [("8da4w", "xnnpack"), ("8da8w", "xnnpack"), ("8w", "portable")]
+
+
+def eager_quantized(tiny_nemo, recipe):
+    from parakeet_executorch.export.load import load_nemo_model
+
+    model = load_nemo_model(str(tiny_nemo))
+    quantize_model(model, recipe, recipe)
+    return model.eval()
+
+
+def joint_argmax_agreement(transcriber, model, audio) -> float:
+    """Fraction of encoder frames where the .pte's joint and the eager joint pick the same token (primed state)."""
+    tokens, _ = transcriber.decode_tokens(audio)  # exercise the full path once
+    n = len(audio)
+    meta = transcriber.model.metadata
+    wave = torch.zeros(-(-n // meta.hop_length) * meta.hop_length)
+    wave[:n] = torch.from_numpy(audio)
+    features, flen = transcriber.model.preprocessor(wave, n)
+    encoded, frames = transcriber.model.encoder(features, flen)
+    prediction, _ = transcriber.model.decoder_step(meta.blank_id, transcriber.model.initial_state())
+    ours = [transcriber.model.joint(encoded[:, t:t + 1].contiguous(), prediction)[0] for t in range(frames)]
+    with torch.no_grad():
+        f, fl = model.preprocessor(input_signal=torch.from_numpy(audio)[None], length=torch.tensor([n]))
+        e, el = model.encoder(audio_signal=f, length=fl)
+        pe = model.joint.project_encoder(e.transpose(1, 2))
+        g, _ = model.decoder.predict(None, None, add_sos=False, batch_size=1)
+        logits = model.joint.joint_after_projection(pe, model.joint.project_prednet(g))[0, :, 0]
+    ref = logits[:, : meta.vocab_size + 1].argmax(-1).tolist()
+    assert int(el) == frames
+    return sum(a == b for a, b in zip(ours, ref)) / frames
+
+
+@pytest.mark.parametrize("recipe, backend", RUNNABLE)
+def test_recipe_pte_matches_eager_quantized_model(tiny_nemo, export_root, jfk_audio, recipe, backend):
+    folder = export_tiny(tiny_nemo, export_root, backend, "--quantize", recipe)
+    report = json.loads((folder / "export_report.json").read_text())
+    assert report["parts"]["encoder"]["quantized"] == report["parts"]["encoder"]["linear_layers"] > 0
+    assert report["parts"]["encoder"]["weight_bytes_after"] < report["parts"]["encoder"]["weight_bytes_before"]
+    transcriber = make_transcriber(folder)
+    model = eager_quantized(tiny_nemo, recipe)
+    # Over 40 s (500 encoder frames) so that one near-tie frame of a random-weight model is 0.2 %, not 0.7 %.
+    agreement = joint_argmax_agreement(transcriber, model, np.resize(jfk_audio, 40 * SAMPLE_RATE))
+    assert agreement >= 0.995, f"joint token argmax agrees on only {agreement:.1%} of frames"
+    ours = runner_result(transcriber.transcribe(jfk_audio))
+    ref = nemo_transcribe(model, jfk_audio)
+    print(f"{recipe}: joint argmax agreement {agreement:.2%}; {len(ours['ids'])} tokens vs {len(ref['ids'])} eager")
+    assert ours["ids"] == ref["ids"] and ours["text"] == ref["text"]
+
+
+def test_8w_on_xnnpack_is_refused_before_loading():
+    with pytest.raises(RecipeError, match="8w cannot be used with --backend xnnpack.*wrong numerics"):
+        check_recipe("8w", "xnnpack")
+
+
+@pytest.mark.parametrize("recipe, backend", [("8da4w", "portable"), ("4w", "xnnpack"), ("8da8w", "metal")])
+def test_wrong_pairs_name_the_allowed_pairs(recipe, backend):
+    with pytest.raises(RecipeError, match="Allowed pairs: none: portable"):
+        check_recipe(recipe, backend)
+
+
+def test_xnnpack_weight_only_int8_fault_is_still_there():
+    """executorch 1.5.1 lowers weight-only int8 to XNNPACK with the scales ignored: why 8w avoids XNNPACK.
+
+    If this starts failing, the upstream fault is fixed and 8w could be allowed on XNNPACK again.
+    """
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.exir import to_edge_transform_and_lower
+    from executorch.runtime import Runtime
+    from torchao.quantization import IntxWeightOnlyConfig, quantize_
+    from torchao.quantization.granularity import PerAxis
+
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(64, 32)).eval()
+    quantize_(m, IntxWeightOnlyConfig(weight_dtype=torch.int8, granularity=PerAxis(0)))
+    x = torch.randn(4, 64)
+    expected = m(x)
+    prog = to_edge_transform_and_lower(torch.export.export(m, (x,)), partitioner=[XnnpackPartitioner()])
+    got = Runtime.get().load_program(prog.to_executorch().buffer).load_method("forward").execute([x])[0]
+    assert (got - expected).abs().max() > 1.0
+
+
+def test_layer_with_k_not_divisible_by_group_size_is_skipped_and_strict_fails(tiny_nemo, tmp_path, capsys):
+    from parakeet_executorch.export.cli import main as export_main
+
+    from parakeet_executorch.export.load import load_nemo_model
+
+    # Group size 256 does not divide the tiny model's K = 64 linears: every layer is reported as left in float.
+    report = quantize_model(load_nemo_model(str(tiny_nemo)), "8da4w", "8da4w", group_size=256)
+    skipped = report["parts"]["encoder"]["skipped"]
+    assert skipped and all("K % group_size == 0" in why for why in skipped.values())
+    assert report["parts"]["encoder"]["quantized"] == 0
+    rc = export_main(["--model", str(tiny_nemo), "--quantize", "8da4w", "--group-size", "256", "--strict",
+                      "--output-dir", str(tmp_path / "b")])
+    assert rc == 2 and not (tmp_path / "b" / "model.pte").exists()
+    assert "--strict" in capsys.readouterr().err
