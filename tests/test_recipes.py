@@ -13,7 +13,8 @@ from nemo_reference import nemo_transcribe, runner_result
 from parakeet_executorch.export.recipes import RecipeError, check_recipe, quantize_model
 
 # (recipe, backend) pairs that run on this machine.
-RUNNABLE = [("8da4w", "xnnpack"), ("8da8w", "xnnpack"), ("8w", "portable")]
+RUNNABLE = [("8da4w", "xnnpack"), ("8da8w", "xnnpack"), ("8w", "portable"), ("fpa4w", "xnnpack"),
+            ("fpa4w", "portable")]
 
 
 def eager_quantized(tiny_nemo, recipe):

@@ -41,7 +41,11 @@ ET_CMAKE="$ET_DIR/lib/cmake/executorch"
 [[ -f "$ET_CMAKE/executorch-config.cmake" ]] \
   || die "$ET_CMAKE/executorch-config.cmake not found: this executorch wheel ships no C++ SDK"
 
+# The fpa4w kernels (parakeet_executorch.lowbit) are linked in whole so that their operators register.
+LOWBIT_LIB="$("$PYTHON" -c 'from parakeet_executorch.lowbit import executorch_kernels as k; print(k.library_path(static=True))')" \
+  || die "could not build the low-bit kernel library (parakeet_executorch.lowbit.executorch_kernels)"
+read -r -a extra_args <<< "${PARAKEET_CMAKE_ARGS:-}"
 cmake -S examples/parakeet -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$ET_CMAKE" \
-  ${PARAKEET_CMAKE_ARGS:-}
+  -DPARAKEET_EXTRA_KERNEL_LIBRARIES="$LOWBIT_LIB" "${extra_args[@]}"
 cmake --build "$BUILD_DIR" -j "$JOBS"
 echo "built $BUILD_DIR/parakeet_runner"

@@ -31,6 +31,10 @@ class PteModel:
         path = Path(path)
         if not path.is_file():
             raise PteModelError(f"model file not found: {path}. Export one with parakeet-export.")
+        if _uses_lowbit_ops(path):
+            from ..lowbit import executorch_kernels
+
+            executorch_kernels.load()  # fpa4w programs call torchao::_linear_fp_act_*bit_weight.out
         try:
             self._program = Runtime.get().load_program(path)
         except Exception as exc:
@@ -77,3 +81,8 @@ class PteModel:
         shape = (self.metadata.num_lstm_layers, 1, self.metadata.pred_hidden)
         return torch.zeros(shape), torch.zeros(shape)
 
+
+def _uses_lowbit_ops(path: Path) -> bool:
+    # Operator names are stored as plain strings in the program's flatbuffer.
+    with open(path, "rb") as f:
+        return b"_linear_fp_act_" in f.read()

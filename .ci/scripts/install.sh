@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Install everything the project needs on a fresh Debian/Ubuntu machine: apt packages for the C++ runner, the
+# pinned Python stack (third-party/), this package in editable mode, then build the C++ runner.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+mapfile -t apt_packages < .ci/scripts/apt-packages.txt
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install: apt packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+
+python3 -m pip install -q torch==2.13.0
+python3 -m pip install -q -e ".[export,test]"
+bash .ci/scripts/build_parakeet_runner.sh
