@@ -1,0 +1,204 @@
+"""Export benchmark (issue 8): per recipe, export wall time, peak RSS, encoder delegate count, .pte size, and
+encoder RTFx at 10 s and 60 s (jfk.wav looped), as JSON + a markdown table in --out DIR.
+
+    python benchmarks/bench_export.py --size full --out /tmp/bench            # builds the test model first
+    python benchmarks/bench_export.py --model X.nemo --out /tmp/bench --recipes none 8da4w
+    python benchmarks/bench_export.py --pte D/model.pte --out /tmp/bench      # only time an existing .pte
+
+Each export runs in a child process (benchmarks/_export_child.py, i.e. ``parakeet-export`` with the encoder's
+module-level XNNPACK rewrites); its peak RSS is ``resource.getrusage(RUSAGE_CHILDREN).ru_maxrss`` taken after it
+exits, so the benchmark's own memory is not counted. Delegates and non-delegated ops are read from the .pte itself.
+With --etdump, the encoder is also run once with ExecuTorch's event tracer and the time per delegate / op is
+summarised (executorch.devtools.Inspector).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+JFK = Path(os.environ.get("PARAKEET_SHARED_AUDIO", REPO.parent / "shared" / "audio")) / "jfk.wav"
+
+
+def available_recipes() -> list[str]:
+    from parakeet_executorch.export.recipes import RECIPES
+
+    return list(RECIPES)
+
+
+def run_export(model: str, recipe: str, out_dir: Path, log: Path) -> dict:
+    cmd = [sys.executable, str(REPO / "benchmarks" / "_export_child.py"), "--model", model, "--backend", "xnnpack",
+           "--output-dir", str(out_dir)]
+    if recipe != "none":
+        cmd += ["--quantize", recipe]
+    t0 = time.perf_counter()
+    with open(log, "w") as f:
+        rc = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT)
+    wall = time.perf_counter() - t0
+    rss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # max over children so far: run one per process
+    return {"rc": rc, "export_s": round(wall, 1), "export_peak_rss_gb": round(rss_kb / 2**20, 2)}
+
+
+def pte_summary(pte: Path) -> dict:
+    """Delegates and non-delegated kernel calls per method, from the serialized program."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    program = deserialize_pte_binary(pte.read_bytes())
+    program = getattr(program, "program", program)
+    out = {}
+    for plan in program.execution_plan:
+        kernels = delegates = 0
+        for chain in plan.chains:
+            for ins in chain.instructions:
+                kind = type(ins.instr_args).__name__
+                delegates += kind == "DelegateCall"
+                kernels += kind == "KernelCall"
+        if delegates or kernels:
+            out[plan.name] = {"delegates": delegates, "kernel_calls": kernels}
+    return out
+
+
+def encoder_rtfx(pte: Path, seconds_list=(10.0, 60.0), repeats: int = 3) -> dict:
+    import numpy as np
+    import torch
+
+    from parakeet_executorch.audio import load_audio
+    from parakeet_executorch.runtime.pte_model import PteModel
+
+    model = PteModel(pte)
+    hop = model.metadata.hop_length
+    jfk = load_audio(JFK, 16000)
+    result = {}
+    for seconds in seconds_list:
+        n = int(seconds * 16000) // hop * hop
+        audio = torch.from_numpy(np.resize(jfk, n).astype("float32"))
+        features, frames = model.preprocessor(audio, n)
+        model.encoder(features, frames)  # warm-up (XNNPACK sets up its runtime on first call)
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            model.encoder(features, frames)
+            times.append(time.perf_counter() - t0)
+        best = statistics.median(times)
+        result[f"encoder_s_{seconds:g}s"] = round(best, 3)
+        result[f"encoder_rtfx_{seconds:g}s"] = round(seconds / best, 2)
+    return result
+
+
+def etdump_profile(pte: Path, seconds: float, out: Path) -> dict | None:
+    """Run the encoder once with ETDump and summarise where the time goes (delegates vs portable ops)."""
+    try:
+        import numpy as np
+        import torch
+        from executorch.devtools import Inspector
+        from executorch.extension.pybindings.portable_lib import _load_for_executorch
+
+        from parakeet_executorch.audio import load_audio
+        from parakeet_executorch.runtime.pte_model import PteModel
+
+        model = PteModel(pte)
+        hop = model.metadata.hop_length
+        n = int(seconds * 16000) // hop * hop
+        audio = torch.from_numpy(np.resize(load_audio(JFK, 16000), n).astype("float32"))
+        features, frames = model.preprocessor(audio, n)
+        module = _load_for_executorch(str(pte), enable_etdump=True, debug_buffer_size=0)
+        module.run_method("encoder", (features, torch.tensor([frames], dtype=torch.int64)))
+        module.run_method("encoder", (features, torch.tensor([frames], dtype=torch.int64)))
+        etdump = out / f"encoder_{seconds:g}s.etdp"
+        module.write_etdump_result_to_file(str(etdump))
+        inspector = Inspector(etdump_path=str(etdump))
+        rows = []
+        for block in inspector.event_blocks:
+            for event in block.events:
+                if event.perf_data is None:
+                    continue
+                rows.append((event.name, event.delegate_backend_name or "portable",
+                             statistics.median(event.perf_data.raw)))
+        rows.sort(key=lambda r: -r[2])
+        total = sum(r[2] for r in rows if r[0] != "Method::execute")
+        by_kind: dict[str, float] = {}
+        for name, backend, ms in rows:
+            if name == "Method::execute":
+                continue
+            by_kind[backend] = by_kind.get(backend, 0.0) + ms
+        return {"seconds": seconds, "top": [list(r) for r in rows[:25]], "by_backend_ms": by_kind,
+                "total_ms": total}
+    except Exception as exc:  # profiling is optional: report why it was skipped
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def markdown(rows: list[dict]) -> str:
+    cols = ["recipe", "export_s", "export_peak_rss_gb", "encoder_delegates", "encoder_kernel_calls", "pte_mb",
+            "encoder_rtfx_10s", "encoder_rtfx_60s"]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in rows:
+        lines.append("| " + " | ".join(str(r.get(c, "")) for c in cols) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--size", choices=("tiny", "small", "full"))
+    src.add_argument("--model", help="a .nemo")
+    src.add_argument("--pte", help="time an existing .pte only")
+    p.add_argument("--recipes", nargs="*", default=None, help="default: every recipe parakeet-export offers")
+    p.add_argument("--out", required=True)
+    p.add_argument("--etdump", action="store_true", help="also profile the encoder with ETDump (10 s)")
+    args = p.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    rows = []
+    if args.pte:
+        jobs = [("given", None, Path(args.pte))]
+    else:
+        model = args.model
+        if args.size:
+            model = str(out / f"{args.size}.nemo")
+            if not Path(model).is_file():
+                subprocess.check_call([sys.executable, "-m", "parakeet_executorch.testing.make_model", "--size",
+                                       args.size, "--out", model])
+        recipes = args.recipes if args.recipes is not None else available_recipes()
+        jobs = [(r, model, out / f"xnnpack-{r}" / "model.pte") for r in recipes]
+    for recipe, model, pte in jobs:
+        row: dict = {"recipe": recipe}
+        if model is not None:
+            # One export per benchmark process keeps RUSAGE_CHILDREN's maximum per recipe.
+            if len(jobs) > 1:
+                cmd = [sys.executable, __file__, "--model", model, "--recipes", recipe, "--out", str(out)]
+                if args.etdump:
+                    cmd.append("--etdump")
+                subprocess.check_call(cmd)
+                rows.append(json.loads((out / f"result-{recipe}.json").read_text()))
+                continue
+            row.update(run_export(model, recipe, pte.parent, out / f"export-{recipe}.log"))
+            if row["rc"] != 0:
+                rows.append(row)
+                continue
+        row["pte_mb"] = round(pte.stat().st_size / 1e6, 1)
+        summary = pte_summary(pte)
+        row["methods"] = summary
+        row["encoder_delegates"] = summary.get("encoder", {}).get("delegates")
+        row["encoder_kernel_calls"] = summary.get("encoder", {}).get("kernel_calls")
+        row.update(encoder_rtfx(pte))
+        if args.etdump:
+            row["etdump"] = etdump_profile(pte, 10.0, out)
+        (out / f"result-{recipe}.json").write_text(json.dumps(row, indent=1))
+        rows.append(row)
+    (out / "results.json").write_text(json.dumps(rows, indent=1))
+    (out / "results.md").write_text(markdown(rows))
+    print(markdown(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
