@@ -41,7 +41,11 @@ def check_host(backend: str, dtype: str) -> None:
 def partitioners(backend: str, programs: dict[str, ExportedProgram]):
     """Return (partitioner per method, programs rewritten as the backend needs) for ``to_edge_transform_and_lower``."""
     if backend == "portable":
-        return {name: [] for name in programs}, programs
+        # Decomposing lets torchao's weight-only dequantize (which has no ExecuTorch out variant) run as plain
+        # portable ops while the int8 weights stay int8 constants; float graphs are unaffected.
+        rewritten = {name: (ep.run_decompositions() if name in COMPUTE_METHODS else ep)
+                     for name, ep in programs.items()}
+        return {name: [] for name in programs}, rewritten
     if backend == "xnnpack":
         from .xnnpack_rewrites import rewrite_views, xnnpack_partitioner
 
