@@ -1,0 +1,178 @@
+"""The CI scripts run for real on the tiny test model: .ci/scripts/export_model_artifact.sh (xnnpack, incl. 8da4w;
+wrong name/backend pairs refused before any model loads) and .ci/scripts/test_model_e2e.sh (C++ runner against the
+Python runner on jfk.wav, and against expected text); plus the linters over the workflows and shell scripts.
+
+The metal and cuda workflows cannot run here (no Mac, no GPU); they are only linted.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+EXPORT = REPO / ".ci" / "scripts" / "export_model_artifact.sh"
+E2E = REPO / ".ci" / "scripts" / "test_model_e2e.sh"
+LINT = REPO / ".ci" / "scripts" / "lint.sh"
+MACOS_E2E = REPO / "backends" / "metal" / "run_e2e_macos.sh"
+WORKFLOWS = REPO / ".github" / "workflows"
+EXPORT_TIMEOUT = 1200
+
+
+def run(args: list, timeout: float, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", *map(str, args)], cwd=REPO, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+def check_artifacts(out: Path) -> None:
+    for name in ("model.pte", "tokenizer.model", "export_report.json"):
+        assert (out / name).is_file(), f"{out / name} missing"
+        assert (out / name).stat().st_size > 0, f"{out / name} empty"
+
+
+def export(out: Path, quant: str, backend: str) -> subprocess.CompletedProcess:
+    proc = run([EXPORT, "test-tiny", quant, out, backend], EXPORT_TIMEOUT)
+    assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc
+
+
+@pytest.fixture(scope="module")
+def xnnpack_artifact(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("ci") / "xnnpack-non-quantized"
+    export(out, "non-quantized", "xnnpack")
+    return out
+
+
+@pytest.mark.slow
+def test_export_non_quantized_xnnpack(xnnpack_artifact):
+    check_artifacts(xnnpack_artifact)
+    assert (xnnpack_artifact / "test-tiny.nemo").is_file(), "test-tiny builds the tiny model into OUTPUT_DIR"
+    assert '"backend": "xnnpack"' in (xnnpack_artifact / "export_report.json").read_text()
+
+
+@pytest.mark.slow
+def test_export_8da4w_xnnpack(tmp_path):
+    out = tmp_path / "xnnpack-8da4w"
+    export(out, "quantized-8da4w", "xnnpack")
+    check_artifacts(out)
+    report = (out / "export_report.json").read_text()
+    assert '"recipe": "8da4w"' in report
+
+
+@pytest.mark.parametrize("quant, backend, says", [
+    ("quantized-int4-metal", "xnnpack", "it is for: metal"),
+    ("quantized-int4-tile-packed", "xnnpack", "it is for: cuda"),
+    ("quantized-8da4w", "portable", "it is for: xnnpack"),
+    ("quantized-int5", "xnnpack", "unknown quantization name 'quantized-int5'"),
+    ("non-quantized", "tpu", "unknown backend 'tpu'"),
+])
+def test_export_refuses_wrong_pairs_before_loading(tmp_path, quant, backend, says):
+    out = tmp_path / "out"
+    t0 = time.monotonic()
+    proc = run([EXPORT, "test-tiny", quant, out, backend], 60)
+    assert time.monotonic() - t0 < 60
+    assert proc.returncode != 0
+    assert says in proc.stderr
+    # The message names every allowed pair.
+    for pair in ("non-quantized: portable, xnnpack, metal, cuda", "quantized-int4-metal: metal",
+                 "quantized-int4-tile-packed: cuda", "quantized-8da4w: xnnpack"):
+        assert pair in proc.stderr, proc.stderr
+    assert not out.exists(), "nothing may be built or written for a refused pair"
+
+
+def test_export_usage(tmp_path):
+    proc = run([EXPORT, "test-tiny", "non-quantized"], 60)
+    assert proc.returncode != 0
+    assert "usage:" in proc.stderr and "MODEL_ID QUANT_NAME OUTPUT_DIR BACKEND" in proc.stderr
+
+
+def test_export_missing_nemo_file(tmp_path):
+    proc = run([EXPORT, tmp_path / "nope.nemo", "non-quantized", tmp_path / "out", "xnnpack"], 60)
+    assert proc.returncode != 0
+    assert "no such .nemo file" in proc.stderr
+
+
+@pytest.mark.slow
+def test_e2e_cpp_matches_python_runner(xnnpack_artifact, jfk_path):
+    """Builds the runner (the script runs the build script) and compares it with parakeet-transcribe."""
+    proc = run([E2E, xnnpack_artifact, jfk_path], 1800)
+    assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    assert "C++ and Python runners agree" in proc.stdout
+
+
+def _python_transcript(folder: Path, audio: Path) -> str:
+    proc = subprocess.run(["python", "-m", "parakeet_executorch.runtime.cli", "--model", str(folder / "model.pte"),
+                           str(audio)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+@pytest.mark.slow
+def test_e2e_expected_text(xnnpack_artifact, jfk_path, tmp_path):
+    """With EXPECTED_TEXT_FILE: equal text passes, other text fails; E2E_MATCH=contains takes a part of it."""
+    text = _python_transcript(xnnpack_artifact, jfk_path)
+    assert text, "the tiny model must emit text, or the comparison proves nothing"
+    skip_build = {"SKIP_BUILD": "1"} if (REPO / "cmake-out/examples/parakeet/parakeet_runner").is_file() else {}
+
+    same = tmp_path / "same.txt"
+    same.write_text(text + "\n")
+    proc = run([E2E, xnnpack_artifact, jfk_path, same], 1800, skip_build)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    other = tmp_path / "other.txt"
+    other.write_text("ask not what your country can do for you\n")
+    proc = run([E2E, xnnpack_artifact, jfk_path, other], 600, {"SKIP_BUILD": "1"})
+    assert proc.returncode != 0
+    assert "transcript differs" in proc.stderr
+    proc = run([E2E, xnnpack_artifact, jfk_path, other], 600, {"SKIP_BUILD": "1", "E2E_MATCH": "contains"})
+    assert proc.returncode != 0
+    assert "does not contain" in proc.stderr
+
+    part = tmp_path / "part.txt"
+    part.write_text(text[len(text) // 4: len(text) // 2].upper() + "\n")
+    proc = run([E2E, xnnpack_artifact, jfk_path, part], 600, {"SKIP_BUILD": "1", "E2E_MATCH": "contains"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_e2e_refuses_missing_model(tmp_path, jfk_path):
+    proc = run([E2E, tmp_path, jfk_path], 60, {"SKIP_BUILD": "1"})
+    assert proc.returncode != 0
+    assert "model.pte is missing" in proc.stderr
+
+
+def test_macos_script_refuses_other_hosts():
+    proc = run([MACOS_E2E, "nvidia/parakeet-tdt-0.6b-v3", "non-quantized", "jfk.wav", "ask not"], 60)
+    assert proc.returncode != 0
+    assert "macOS on Apple silicon" in proc.stderr
+
+
+def test_workflows_name_the_ci_scripts():
+    metal = (WORKFLOWS / "metal.yml").read_text()
+    assert "macos-14" in metal and "backends/metal/run_e2e_macos.sh" in metal
+    assert "quantized-int4-metal" in metal and "non-quantized" in metal
+    assert "nvidia/parakeet-tdt-0.6b-v3" in metal and "ask not what your country can do for you" in metal
+    cuda = (WORKFLOWS / "cuda.yml").read_text()
+    assert "quantized-int4-tile-packed" in cuda and "cuda" in cuda
+    linux = (WORKFLOWS / "linux.yml").read_text()
+    assert "test-tiny" in linux and ".ci/scripts/test.sh" in linux and ".ci/scripts/install.sh" in linux
+    for text in (metal, cuda, linux):
+        assert "workflow_dispatch" in text and "pull_request" in text
+        assert "actions/checkout@v4" in text and "actions/setup-python@v5" in text
+        assert 'python-version: "3.11"' in text and "pip install torch==2.13.0" in text
+
+
+def test_lint_passes():
+    """actionlint over .github/workflows and shellcheck over .ci (lint.sh), and over the macOS script."""
+    proc = run([LINT], 600)
+    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
+    assert "no findings" in proc.stdout
+    if shutil.which("shellcheck") is None:
+        pytest.fail("shellcheck is not installed (apt-get install shellcheck)")
+    proc = subprocess.run(["shellcheck", str(MACOS_E2E)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout
