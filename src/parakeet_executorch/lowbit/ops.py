@@ -34,6 +34,8 @@ MPS_PROVIDER = "parakeet_executorch"
 _CHUNK_ELEMS = int(os.environ.get("PARAKEET_LOWBIT_CHUNK_ELEMS", str(1 << 19)))
 #: The same for M > SMALL_M, where the chunk is dequantized into a buffer for one large GEMM.
 _CHUNK_ELEMS_LARGE_M = int(os.environ.get("PARAKEET_LOWBIT_CHUNK_ELEMS_LARGE_M", str(1 << 20)))
+#: The same on CUDA (both paths): fewer, larger launches; temporaries of at most 64 MiB in fp32.
+_CHUNK_ELEMS_CUDA = int(os.environ.get("PARAKEET_LOWBIT_CHUNK_ELEMS_CUDA", str(1 << 24)))
 #: At or below this many activation rows the kernel never forms S*q+Z (per-group identity path).
 SMALL_M = 16
 
@@ -151,7 +153,10 @@ def linear_reference_kernel(A, B, group_size, S, Z, bitwidth: int, out: torch.Te
     a = A.to(cdt)
     a_slots = ([a[:, s::vals].contiguous() for s in range(vals)] if vals > 1 else [a]) if M <= SMALL_M else None
     small = M <= SMALL_M
-    rows = max(1, (_CHUNK_ELEMS if small else _CHUNK_ELEMS_LARGE_M) // K)
+    if A.device.type == "cuda":
+        rows = max(1, _CHUNK_ELEMS_CUDA // K)
+    else:
+        rows = max(1, (_CHUNK_ELEMS if small else _CHUNK_ELEMS_LARGE_M) // K)
     asum = a.view(M, G, group_size).sum(dim=-1)  # [M, G]: the zero term is Z @ asum^T
     for n0 in range(0, N, rows):
         n1 = min(N, n0 + rows)
@@ -174,6 +179,47 @@ def linear_reference_kernel(A, B, group_size, S, Z, bitwidth: int, out: torch.Te
             wbuf.mul_(sc.unsqueeze(-1))
             out[:, n0:n1] = torch.addmm(torch.mm(asum, zc.t()), a, wbuf.view(nc, K).t())
     return out
+
+
+#: Cached result of importing :mod:`.triton_kernels` (None: not tried yet; False: unavailable).
+_TRITON_KERNELS = None
+
+
+def _triton_kernels():
+    """The Triton kernel module, or None when triton cannot be imported (or
+    ``PARAKEET_LOWBIT_CUDA_BACKEND=torch`` is set)."""
+    global _TRITON_KERNELS
+    if _TRITON_KERNELS is None:
+        _TRITON_KERNELS = False
+        if os.environ.get("PARAKEET_LOWBIT_CUDA_BACKEND", "").lower() != "torch":
+            try:
+                from . import triton_kernels
+                _TRITON_KERNELS = triton_kernels
+            except Exception as exc:  # no triton (CPU-only builds): PyTorch-level kernel
+                log.info("triton not available (%s); CUDA lowbit ops use the PyTorch-level kernel", exc)
+    return _TRITON_KERNELS or None
+
+
+def cuda_backend() -> str:
+    """Which kernels serve the 4-bit op on CUDA: ``"triton"`` (:mod:`.triton_kernels`: at
+    ``M <= SMALL_M`` fused unpack, dequant and dot per group, no dequantized weight; at larger M
+    one dequantize kernel then a cuBLAS GEMM) or ``"torch"`` (:func:`linear_reference_kernel`).
+    Other bit widths always use the PyTorch-level kernel."""
+    return "triton" if _triton_kernels() is not None else "torch"
+
+
+def _cuda_kernel(A, B, group_size, S, Z, bitwidth: int, out=None):
+    """CUDA kernel: Triton for 4-bit when available (see :func:`cuda_backend`), else the PyTorch-level kernel."""
+    tk = _triton_kernels() if bitwidth == 4 else None
+    if tk is None:
+        return linear_reference_kernel(A, B, group_size, S, Z, bitwidth, out=out)
+    M, K, N = check_linear_args(A, B, group_size, S, Z, bitwidth)
+    if out is not None and (tuple(out.shape) != (M, N) or out.dtype != A.dtype or out.device != A.device):
+        raise ValueError(f"out must be [{M}, {N}] {A.dtype} on {A.device}, got {tuple(out.shape)} "
+                         f"{out.dtype} on {out.device}")
+    if M <= SMALL_M:
+        return tk.linear_4bit(A, B, group_size, S, Z, out=out)
+    return tk.linear_4bit_large_m(A, B, group_size, S, Z, out=out)
 
 
 def _mps_kernel(A, B, group_size, S, Z, bitwidth: int, out=None):
@@ -253,6 +299,12 @@ def _register_bitwidth(lib: torch.library.Library, n: int) -> None:
     def out_variant(A, B, group_size, S, Z, *, out, _n=n):
         return linear_reference_kernel(A, B, group_size, S, Z, _n, out=out)
 
+    def cuda_functional(A, B, group_size, S, Z, _n=n):
+        return _cuda_kernel(A, B, group_size, S, Z, _n)
+
+    def cuda_out(A, B, group_size, S, Z, *, out, _n=n):
+        return _cuda_kernel(A, B, group_size, S, Z, _n, out=out)
+
     def mps_functional(A, B, group_size, S, Z, _n=n):
         return _mps_kernel(A, B, group_size, S, Z, _n)
 
@@ -278,7 +330,7 @@ def _register_bitwidth(lib: torch.library.Library, n: int) -> None:
     for op, key, fn in (
         (lin, "Meta", meta), (f"{lin}.out", "Meta", meta_out),
         (lin, "CPU", functional), (f"{lin}.out", "CPU", out_variant),
-        (lin, "CUDA", functional), (f"{lin}.out", "CUDA", out_variant),
+        (lin, "CUDA", cuda_functional), (f"{lin}.out", "CUDA", cuda_out),
         (lin, "MPS", mps_functional), (f"{lin}.out", "MPS", mps_out),
         (pack, "CPU", pack_fn), (pack, "CUDA", pack_fn), (pack, "MPS", pack_fn), (pack, "Meta", pack_meta),
     ):
