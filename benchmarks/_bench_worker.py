@@ -1,0 +1,292 @@
+"""Child processes of bench_transcribe.py. Each system runs in its own process so that its peak RSS (VmHWM) is its
+own; the parent drives all of them over a line-JSON protocol so that timed runs can interleave (A B C A B C ...).
+
+Persistent systems (``serve KIND ...``): after loading, the worker writes ``{"ready": true, "load_s": ...}``; then for
+each request ``{"cmd": "run", "audio": "x.npy"}`` it transcribes once and writes ``{"tokens": [...], "wall_s": ...}``;
+on ``{"cmd": "exit"}`` it writes ``{"vmhwm_kb": ...}`` and exits. Kinds: ``nemo`` (NeMo eager ``transcribe()``),
+``pte`` (this project's Python runner), ``ort`` (NeMo's ONNX export run by onnxruntime with a greedy TDT loop).
+
+One-shot steps (``prepare``, ``onnx-export``, ``onnx-quantize``) build the benchmark's inputs; the parent measures
+their wall time and peak RSS from the outside (os.wait4).
+
+The protocol uses a private copy of the original stdout; fd 1 is pointed at stderr so that library prints
+(NeMo, ExecuTorch) cannot corrupt it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def vmhwm_kb() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return -1
+
+
+def set_threads(n: int) -> None:
+    import torch
+
+    torch.set_num_threads(n)
+    try:
+        from executorch.extension.pybindings.portable_lib import _unsafe_reset_threadpool
+
+        _unsafe_reset_threadpool(n)
+    except Exception:  # older executorch: threadpool keeps its default (one thread per core)
+        pass
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# systems
+
+
+class NemoSystem:
+    def __init__(self, nemo: str, threads: int):
+        import logging
+
+        import torch
+        from nemo.collections.asr.models import ASRModel
+        from nemo.utils import logging as nemo_logging
+
+        nemo_logging.setLevel(logging.ERROR)
+        torch.set_num_threads(threads)
+        self.model = ASRModel.restore_from(nemo, map_location="cpu")
+        self.model.eval()
+
+    def run(self, audio):
+        import torch
+
+        with torch.inference_mode():
+            hyps = self.model.transcribe([audio], batch_size=1, return_hypotheses=True, verbose=False)
+        hyp = hyps[0][0] if isinstance(hyps, tuple) else hyps[0]
+        seq = hyp.y_sequence
+        return [int(t) for t in (seq.tolist() if hasattr(seq, "tolist") else seq)]
+
+
+class PteSystem:
+    def __init__(self, pte: str, tokenizer: str, threads: int):
+        set_threads(threads)
+        from parakeet_executorch.runtime.pte_model import PteModel
+        from parakeet_executorch.runtime.transcribe import Transcriber
+        from parakeet_executorch.tokenizer import Tokenizer
+
+        self.transcriber = Transcriber(PteModel(pte), Tokenizer(tokenizer))
+
+    def run(self, audio):
+        tokens, _ = self.transcriber.decode_tokens(audio)
+        return [t.id for t in tokens]
+
+
+class OrtSystem:
+    def __init__(self, onnx_dir: str, variant: str, threads: int):
+        from ort_tdt import OrtTdt
+
+        self.model = OrtTdt(onnx_dir, variant, threads)
+
+    def run(self, audio):
+        return self.model.transcribe(audio)
+
+
+def serve(kind: str, args: list[str]) -> int:
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+
+    def send(obj):
+        proto.write(json.dumps(obj) + "\n")
+        proto.flush()
+
+    import numpy as np
+
+    t0 = time.perf_counter()
+    try:
+        if kind == "nemo":
+            system = NemoSystem(args[0], int(args[1]))
+        elif kind == "pte":
+            system = PteSystem(args[0], args[1], int(args[2]))
+        elif kind == "ort":
+            system = OrtSystem(args[0], args[1], int(args[2]))
+        else:
+            raise ValueError(f"unknown kind {kind}")
+    except Exception as exc:
+        send({"ready": False, "error": f"{type(exc).__name__}: {exc}"})
+        return 1
+    send({"ready": True, "load_s": time.perf_counter() - t0, "load_vmhwm_kb": vmhwm_kb()})
+    for line in sys.stdin:
+        req = json.loads(line)
+        if req["cmd"] == "exit":
+            send({"vmhwm_kb": vmhwm_kb()})
+            return 0
+        audio = np.load(req["audio"])
+        try:
+            t0 = time.perf_counter()
+            tokens = system.run(audio)
+            send({"tokens": tokens, "wall_s": time.perf_counter() - t0})
+        except Exception as exc:
+            send({"error": f"{type(exc).__name__}: {exc}"})
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# one-shot steps
+
+
+def _token_counter(model, audio):
+    """A function ``blank_bias -> number of tokens`` that NeMo's modules emit on ``audio`` with ``blank_bias``
+    added to blank's logit (greedy TDT, batch 1; the encoder runs once)."""
+    import torch
+
+    from parakeet_executorch.decoding.tdt_greedy import greedy_tdt_decode
+
+    blank = model.decoder.blank_idx
+    durations = list(model.cfg.decoding.durations)
+    n_dur = len(durations)
+    max_symbols = model.cfg.decoding.greedy.get("max_symbols", 10)
+    with torch.inference_mode():
+        sig = torch.from_numpy(audio)[None]
+        enc, enc_len = model.forward(input_signal=sig, input_signal_length=torch.tensor([sig.shape[1]]))
+        f = model.joint.project_encoder(enc.transpose(1, 2))  # [1, T, J]
+    num_frames = int(enc_len[0])
+
+    def count(blank_bias: float) -> int:
+        def predict(label, state):
+            g, state = model.decoder.predict(torch.tensor([[label]]), state, add_sos=False, batch_size=1)
+            return model.joint.project_prednet(g), state
+
+        def joint(t, g):
+            out = model.joint.joint_after_projection(f[:, t:t + 1], g)[0, 0, 0]
+            logits = out[:-n_dur].clone()
+            logits[blank] += blank_bias
+            return int(logits.argmax()), int(out[-n_dur:].argmax())
+
+        with torch.inference_mode():
+            return len(greedy_tdt_decode(num_frames, joint, predict, None, blank, durations, max_symbols))
+
+    return count
+
+
+def prepare(base: str, out: str, audio_npy: str, target_rate: float, fixed_bias: str, report: str) -> int:
+    """Tune an extra blank-logit bias so that the model emits ``target_rate`` tokens per audio second on the
+    benchmark audio (bisection), add it to the joint's output bias, save ``out``. ``fixed_bias`` (a number) skips
+    the search; ``none`` keeps the model as built."""
+    import logging
+
+    import numpy as np
+    import torch
+    from nemo.collections.asr.models import ASRModel
+    from nemo.utils import logging as nemo_logging
+
+    nemo_logging.setLevel(logging.ERROR)
+    model = ASRModel.restore_from(base, map_location="cpu")
+    model.eval()
+    audio = np.load(audio_npy)
+    seconds = audio.shape[0] / 16000
+    count = _token_counter(model, audio)
+    before = count(0.0)
+    if fixed_bias == "none":
+        bias = 0.0
+    elif fixed_bias != "auto":
+        bias = float(fixed_bias)
+    else:
+        lo, hi = 0.0, 1.0
+        while count(hi) / seconds > target_rate and hi < 1e4:
+            lo, hi = hi, hi * 4
+        for _ in range(8):
+            mid = (lo + hi) / 2
+            if count(mid) / seconds > target_rate:
+                lo = mid
+            else:
+                hi = mid
+        bias = hi if before / seconds > target_rate else 0.0
+    with torch.no_grad():
+        model.joint.joint_net[-1].bias[model.decoder.blank_idx] += bias
+    after = _token_counter(model, audio)(0.0)
+    tmp = out + ".partial"
+    model.save_to(tmp)
+    os.replace(tmp, out)
+    Path(report).write_text(json.dumps({
+        "blank_bias": bias, "tune_audio_s": seconds, "target_tokens_per_s": target_rate,
+        "tokens_per_s_before": before / seconds, "tokens_per_s_after": after / seconds,
+        "parameters": sum(p.numel() for p in model.parameters())}))
+    return 0
+
+
+def onnx_export(nemo: str, out_dir: str, check_npy: str) -> int:
+    """NeMo's own ONNX export (encoder + decoder_joint) plus the featurizer's constants for the numpy front end;
+    checks the numpy features against NeMo's preprocessor on ``check_npy``."""
+    import logging
+
+    import numpy as np
+    import torch
+    from nemo.collections.asr.models import ASRModel
+    from nemo.utils import logging as nemo_logging
+
+    from ort_tdt import featurize
+
+    nemo_logging.setLevel(logging.ERROR)
+    model = ASRModel.restore_from(nemo, map_location="cpu")
+    model.eval()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    model.export(str(out / "model.onnx"))
+    fz = model.preprocessor.featurizer
+    window = fz.window.detach().numpy().astype(np.float32)
+    fb = fz.fb.detach()[0].numpy().astype(np.float32)
+    meta = {"n_fft": int(fz.n_fft), "hop": int(fz.hop_length), "preemph": float(fz.preemph or 0.0),
+            "log_guard": float(2 ** -24), "blank_id": int(model.decoder.blank_idx),
+            "durations": [int(d) for d in model.cfg.decoding.durations],
+            "max_symbols": int(model.cfg.decoding.greedy.get("max_symbols", 10)),
+            "pred_layers": int(model.decoder.pred_rnn_layers), "pred_hidden": int(model.decoder.pred_hidden)}
+    np.savez(out / "frontend.npz", window=window, fb=fb)
+    (out / "meta.json").write_text(json.dumps(meta))
+    audio = np.load(check_npy)
+    with torch.inference_mode():
+        ref, ref_len = model.preprocessor(input_signal=torch.from_numpy(audio)[None],
+                                          length=torch.tensor([audio.shape[0]]))
+    mine, mine_len = featurize(audio, window, fb, meta)
+    diff = float(np.abs(ref[0, :, :int(ref_len[0])].numpy() - mine[0, :, :mine_len]).max())
+    meta["frontend_max_abs_diff_vs_nemo"] = diff
+    meta["frontend_frames_equal"] = int(ref_len[0]) == mine_len
+    (out / "meta.json").write_text(json.dumps(meta))
+    print(f"numpy front end vs NeMo preprocessor: max |diff| {diff:.2e}, frames {mine_len} vs {int(ref_len[0])}")
+    return 0
+
+
+def onnx_quantize(src_dir: str, dst_dir: str) -> int:
+    """onnxruntime dynamic int8 quantization of both graphs (what onnx-asr / sherpa-onnx int8 models are)."""
+    import shutil
+
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    src, dst = Path(src_dir), Path(dst_dir)
+    dst.mkdir(parents=True, exist_ok=True)
+    for name in ("encoder-model.onnx", "decoder_joint-model.onnx"):
+        quantize_dynamic(str(src / name), str(dst / name), weight_type=QuantType.QInt8,
+                         use_external_data_format=name.startswith("encoder"))
+    for name in ("frontend.npz", "meta.json"):
+        shutil.copy(src / name, dst / name)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    cmd, rest = argv[0], argv[1:]
+    if cmd == "serve":
+        return serve(rest[0], rest[1:])
+    if cmd == "prepare":
+        return prepare(rest[0], rest[1], rest[2], float(rest[3]), rest[4], rest[5])
+    if cmd == "onnx-export":
+        return onnx_export(*rest)
+    if cmd == "onnx-quantize":
+        return onnx_quantize(*rest)
+    raise SystemExit(f"unknown command {cmd}")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
