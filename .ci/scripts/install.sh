@@ -17,5 +17,5 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 python3 -m pip install -q torch==2.13.0
-python3 -m pip install -q -e ".[export,test]"
+python3 -m pip install -q -e ".[export,test,bench]"
 bash .ci/scripts/build_parakeet_runner.sh
