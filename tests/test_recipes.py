@@ -112,6 +112,14 @@ def test_wrong_pairs_name_the_allowed_pairs(recipe, backend):
         check_recipe(recipe, backend)
 
 
+def test_embedding_recipe_outside_portable_is_refused_before_loading(tmp_path, capsys):
+    from parakeet_executorch.export.cli import main as export_main
+
+    rc = export_main(["--model", str(tmp_path / "absent.nemo"), "--quantize-embedding", "8w",
+                      "--output-dir", str(tmp_path)])
+    assert rc == 2 and "--quantize-embedding 8w is supported with --backend portable" in capsys.readouterr().err
+
+
 def test_xnnpack_weight_only_int8_fault_is_still_there():
     """executorch 1.5.1 lowers weight-only int8 to XNNPACK with the scales ignored: why 8w avoids XNNPACK.
 
@@ -151,3 +159,16 @@ def test_layer_with_k_not_divisible_by_group_size_is_skipped_and_strict_fails(ti
                       "--output-dir", str(tmp_path / "b")])
     assert rc == 2 and not (tmp_path / "b" / "model.pte").exists()
     assert "--strict" in capsys.readouterr().err
+
+
+def test_embedding_8w_on_portable_matches_eager(tiny_nemo, export_root, jfk_audio):
+    from parakeet_executorch.export.load import load_nemo_model
+
+    folder = export_tiny(tiny_nemo, export_root, "portable", "--quantize-embedding", "8w")
+    report = json.loads((folder / "export_report.json").read_text())["parts"]["embedding"]
+    assert report["quantized"] == 1 and report["weight_bytes_after"] < report["weight_bytes_before"]
+    model = load_nemo_model(str(tiny_nemo))
+    quantize_model(model, "none", "none", embedding_recipe="8w")
+    ours = runner_result(make_transcriber(folder).transcribe(jfk_audio))
+    ref = nemo_transcribe(model.eval(), jfk_audio)
+    assert ours["ids"] == ref["ids"] and ours["tokens"] == ref["tokens"]

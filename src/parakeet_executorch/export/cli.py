@@ -67,12 +67,13 @@ def run_export(args: argparse.Namespace) -> Path:
     from .backends import check_host, partitioners
     from .load import load_nemo_model, read_metadata
     from .program import export_methods
-    from .recipes import check_recipe
+    from .recipes import check_embedding_recipe, check_recipe
 
     check_host(args.backend, args.dtype)
     plan = {"encoder": args.quantize_encoder or args.quantize, "decoder": args.quantize_decoder or args.quantize}
     for recipe in plan.values():
         check_recipe(recipe, args.backend, args.group_size)
+    check_embedding_recipe(args.quantize_embedding, args.backend)
     if not DEFAULT_MIN_AUDIO_SECONDS < args.max_audio_seconds <= 600:
         raise ValueError(f"--max-audio-seconds must be in ({DEFAULT_MIN_AUDIO_SECONDS}, 600], "
                          f"got {args.max_audio_seconds}")

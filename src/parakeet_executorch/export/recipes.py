@@ -59,6 +59,20 @@ def check_recipe(recipe: str, backend: str, group_size: int | None = None) -> No
         raise RecipeError(f"fpa4w takes group sizes 32, 64, 128 or 256, got {group_size}")
 
 
+EMBEDDING_BACKENDS = ("portable",)
+
+
+def check_embedding_recipe(recipe: str, backend: str) -> None:
+    """Raise RecipeError when the embedding recipe cannot be lowered to ``backend``.
+
+    A weight-only embedding is a torchao dequantize with no ExecuTorch out variant; only the portable path
+    decomposes it into plain ops (XNNPACK does not take embeddings, so on xnnpack it would stay undelegated).
+    """
+    if recipe != "none" and backend not in EMBEDDING_BACKENDS:
+        raise RecipeError(f"--quantize-embedding {recipe} is supported with --backend "
+                          f"{', '.join(EMBEDDING_BACKENDS)} only, not {backend}")
+
+
 def torchao_config(recipe: str, group_size: int, qparams: str = "hqq"):
     """The torchao ``quantize_`` config of a recipe for linears (``group_size`` 0 = per output channel)."""
     from torchao.quantization import (Int4WeightOnlyConfig, Int8DynamicActivationIntxWeightConfig,
