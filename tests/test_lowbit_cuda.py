@@ -11,19 +11,14 @@ import torch
 
 from parakeet_executorch import lowbit
 from parakeet_executorch.lowbit import dequantize, ops, pack_lowbit
+from test_lowbit import _random_operands
 
 TOL = {torch.float32: 1e-4, torch.float16: 3e-3, torch.bfloat16: 2e-2}
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU")
 
 
-def _operands(M, K, N, n, gs, dtype, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    q = torch.randint(0, 1 << n, (N, K), generator=g, dtype=torch.uint8)
-    S = (torch.rand(N, K // gs, generator=g) * 0.02 + 0.001).to(dtype)
-    Z = (torch.randn(N, K // gs, generator=g) * 0.05).to(dtype)
-    A = torch.randn(M, K, generator=g).to(dtype)
-    return A, q, S, Z
+_operands = _random_operands  # the same seeded operands as the CPU tests
 
 
 def _check(y, A, q, S, Z, gs, dtype):
