@@ -137,32 +137,35 @@ def quantize_part(root: torch.nn.Module, prefixes: list[str], recipe: str, group
     """
     report = PartReport(recipe, group_size)
     modules = dict(root.named_modules())
-    linears = {name: m for name, m in modules.items()
-               if isinstance(m, torch.nn.Linear) and any(name == p or name.startswith(p + ".") for p in prefixes)}
+    linears = {name: m for name, m in modules.items() if isinstance(m, torch.nn.Linear) and _in_part(name, prefixes)}
     report.linear_layers = len(linears)
     report.weight_bytes_before = sum(_nbytes(m.weight) for m in linears.values())
     report.not_covered = sorted(f"{name} ({type(m).__name__}: no recipe quantizes it)" for name, m in modules.items()
-                                if isinstance(m, torch.nn.LSTM) and any(name.startswith(p) for p in prefixes))
+                                if isinstance(m, torch.nn.LSTM) and _in_part(name, prefixes))
     if recipe == "none":
         report.weight_bytes_after = report.weight_bytes_before
         return report
-    chosen = []
+    chosen = set()
     for name, m in linears.items():
         reason = skip_reason(recipe, name, m.weight.shape, group_size, multi_row)
         if reason:
             report.skipped[name] = reason
         else:
-            chosen.append(name)
+            chosen.add(name)
     if strict and report.skipped:
         raise RecipeError("--strict: these layers cannot take " + recipe + ": " + "; ".join(report.skipped.values()))
     from torchao.quantization import quantize_
 
-    chosen_set = set(chosen)
-    quantize_(root, torchao_config(recipe, group_size, qparams), filter_fn=lambda m, fqn: fqn in chosen_set)
+    quantize_(root, torchao_config(recipe, group_size, qparams), filter_fn=lambda m, fqn: fqn in chosen)
     report.quantized = len(chosen)
     modules = dict(root.named_modules())
     report.weight_bytes_after = sum(_nbytes(modules[name].weight) for name in linears)
     return report
+
+
+def _in_part(name: str, prefixes: list[str]) -> bool:
+    """Whether module ``name`` is one of ``prefixes`` or lies inside one of them."""
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
 
 
 def quantize_embedding(root: torch.nn.Module, name: str, recipe: str, group_size: int) -> PartReport:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 from pathlib import Path
 
 import torch
@@ -83,6 +84,9 @@ class PteModel:
 
 
 def _uses_lowbit_ops(path: Path) -> bool:
-    # Operator names are stored as plain strings in the program's flatbuffer.
-    with open(path, "rb") as f:
-        return b"_linear_fp_act_" in f.read()
+    # Operator names are stored as plain strings in the program's flatbuffer. Searched through a memory map so that
+    # a multi-GB .pte is not copied into memory just before the runtime loads it.
+    if path.stat().st_size == 0:
+        return False  # mmap refuses empty files; the runtime then reports the file as not a program
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        return m.find(b"_linear_fp_act_") != -1
