@@ -1,6 +1,6 @@
 """Model configurations shaped like nvidia/parakeet-tdt-0.6b-v3, at three sizes.
 
-``full`` has v3's exact dimensions (FastConformer 24 x 1024, 8 heads, FF 4096, conv kernel 9, 8x dw_striding
+``demo`` is the size of the trained demo model (``training/``). ``full`` has v3's exact dimensions (FastConformer 24 x 1024, 8 heads, FF 4096, conv kernel 9, 8x dw_striding
 subsampling with 256 channels, rel_pos attention, no bias, no xscaling; LSTM prediction network 2 x 640;
 joint 640; 8192 tokens; TDT durations [0..4]). ``tiny`` and ``small`` keep every structural choice and
 shrink only widths and depths, so code paths exercised by tests are the ones the real model takes.
@@ -29,6 +29,9 @@ SIZES = {
                       vocab_size=128),
     "small": ModelSize(n_layers=6, d_model=256, n_heads=4, subsampling_channels=128, pred_hidden=320,
                        joint_hidden=320, vocab_size=1024),
+    # The trained demo model (training/): small enough to ship in the repository (< 10 MB .nemo).
+    "demo": ModelSize(n_layers=6, d_model=112, n_heads=4, subsampling_channels=64, pred_hidden=128,
+                      joint_hidden=128, vocab_size=256),
     "full": ModelSize(n_layers=24, d_model=1024, n_heads=8, subsampling_channels=256, pred_hidden=640,
                       joint_hidden=640, vocab_size=8192),
 }

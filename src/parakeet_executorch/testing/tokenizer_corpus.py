@@ -45,7 +45,7 @@ def corpus_lines(n_lines: int, seed: int) -> list[str]:
     return lines
 
 
-def train_tokenizer(out_dir: str | Path, vocab_size: int, seed: int = 0) -> Path:
+def train_tokenizer(out_dir: str | Path, vocab_size: int, seed: int = 0, lines: list[str] | None = None) -> Path:
     """Train a SentencePiece BPE model with exactly ``vocab_size`` pieces into ``out_dir``.
 
     Writes ``tokenizer.model``, ``tokenizer.vocab`` and ``vocab.txt`` (the files NeMo's BPE tokenizer
@@ -55,6 +55,7 @@ def train_tokenizer(out_dir: str | Path, vocab_size: int, seed: int = 0) -> Path
         out_dir: existing or new folder.
         vocab_size: number of pieces (NeMo's blank id will equal this number).
         seed: corpus seed.
+        lines: training text; default: ``corpus_lines`` (generated, enough for v3's 8192 pieces).
     Returns:
         Path of ``tokenizer.model``.
     """
@@ -62,9 +63,10 @@ def train_tokenizer(out_dir: str | Path, vocab_size: int, seed: int = 0) -> Path
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    n_lines = max(2000, vocab_size * 12)
+    if lines is None:
+        lines = corpus_lines(max(2000, vocab_size * 12), seed)
     text_path = out_dir / "corpus.txt"
-    text_path.write_text("\n".join(corpus_lines(n_lines, seed)) + "\n")
+    text_path.write_text("\n".join(lines) + "\n")
     spm.SentencePieceTrainer.Train(
         input=str(text_path), model_prefix=str(out_dir / "tokenizer"), vocab_size=vocab_size,
         model_type="bpe", character_coverage=1.0, bos_id=-1, eos_id=-1, unk_id=0, pad_id=-1,
