@@ -113,3 +113,25 @@ def transcriber(exported):
 @pytest.fixture(scope="session")
 def transcriber_xnnpack(exported_xnnpack):
     return make_transcriber(exported_xnnpack)
+
+
+DEMO_DIR = REPO / "src" / "parakeet_executorch" / "demo_model"
+
+
+@pytest.fixture(scope="session")
+def demo_nemo() -> Path:
+    """The shipped trained demo model (issue 7)."""
+    path = DEMO_DIR / "parakeet-tdt-demo.nemo"
+    if not path.is_file():
+        pytest.fail(f"{path} is missing from the checkout")
+    return path
+
+
+@pytest.fixture(scope="session")
+def heldout_speech() -> tuple[np.ndarray, str]:
+    """About 40 s of held-out espeak-ng speech (voices and sentences training never used) and its text."""
+    from parakeet_executorch.training import corpus
+
+    utts = corpus.heldout_set(14, seed=77, exclude={u.text for u in corpus.training_set(12000, 0)})
+    clips = corpus.synthesize_many(utts, SAMPLE_RATE)
+    return np.concatenate(clips).astype(np.float32), " ".join(u.text for u in utts)

@@ -140,6 +140,21 @@ def test_e2e_expected_text(xnnpack_artifact, jfk_path, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
+@pytest.mark.slow
+def test_demo_model_8da4w_through_the_scripts_prints_the_sample_sentence(tmp_path):
+    """The trained demo model, exported by the CI script and run by the C++ runner, says the sample's words."""
+    from parakeet_executorch.demo import DEMO_AUDIO, DEMO_TEXT
+
+    out = tmp_path / "demo-8da4w"
+    proc = run([EXPORT, "demo", "quantized-8da4w", out, "xnnpack"], EXPORT_TIMEOUT)
+    assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    check_artifacts(out)
+    skip_build = {"SKIP_BUILD": "1"} if (REPO / "cmake-out/examples/parakeet/parakeet_runner").is_file() else {}
+    proc = run([E2E, out, DEMO_AUDIO, DEMO_TEXT], 1800, skip_build)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert DEMO_TEXT.read_text().strip() in proc.stdout
+
+
 def test_e2e_refuses_missing_model(tmp_path, jfk_path):
     proc = run([E2E, tmp_path, jfk_path], 60, {"SKIP_BUILD": "1"})
     assert proc.returncode != 0

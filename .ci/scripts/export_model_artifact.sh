@@ -3,8 +3,9 @@
 #
 #   bash .ci/scripts/export_model_artifact.sh MODEL_ID QUANT_NAME OUTPUT_DIR BACKEND
 #
-# MODEL_ID    a Hugging Face id (nvidia/parakeet-tdt-0.6b-v3), a local .nemo file, or "test-tiny": the random-weight
-#             tiny model built with parakeet-make-test-model into OUTPUT_DIR first (no hub access needed).
+# MODEL_ID    a Hugging Face id (nvidia/parakeet-tdt-0.6b-v3), a local .nemo file, "demo": the trained demo model
+#             shipped in the package (demo_model/), or "test-tiny": the random-weight tiny model built with
+#             parakeet-make-test-model into OUTPUT_DIR first. Neither of the last two needs hub access.
 # QUANT_NAME  -> parakeet-export --quantize, and the backends it is allowed with:
 #               non-quantized               none    portable, xnnpack, metal, cuda
 #               quantized-int4-metal        fpa4w   metal
@@ -27,7 +28,7 @@ quantized-8w: portable, metal, cuda"
 die() { echo "export_model_artifact: error: $*" >&2; exit 2; }
 usage() {
   echo "usage: $0 MODEL_ID QUANT_NAME OUTPUT_DIR BACKEND" >&2
-  echo "  MODEL_ID: Hugging Face id, path to a .nemo file, or test-tiny" >&2
+  echo "  MODEL_ID: Hugging Face id, path to a .nemo file, demo, or test-tiny" >&2
   echo "  allowed QUANT_NAME/BACKEND pairs: $ALLOWED_PAIRS" >&2
   exit 2
 }
@@ -68,6 +69,9 @@ if [ "$MODEL_ID" = "test-tiny" ]; then
   MODEL="$OUTPUT_DIR/test-tiny.nemo"
   echo "export_model_artifact: building the tiny random-weight test model -> $MODEL"
   "$PYTHON" -m parakeet_executorch.testing.make_model --size tiny --seed 0 --out "$MODEL"
+elif [ "$MODEL_ID" = "demo" ]; then
+  MODEL="$("$PYTHON" -c 'from parakeet_executorch.demo import DEMO_MODEL; print(DEMO_MODEL)')"
+  [ -f "$MODEL" ] || die "the demo model $MODEL is missing from the installed package"
 elif [[ "$MODEL_ID" == *.nemo ]] && [ ! -f "$MODEL_ID" ]; then
   die "$MODEL_ID: no such .nemo file"
 fi

@@ -134,6 +134,9 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--model {args.model} not found")
     if args.clips < 1:
         p.error("--clips must be positive")
+    if args.seed in (args.train_seed, args.train_seed + 1):
+        p.error(f"--seed {args.seed} is used by training (sentences {args.train_seed}, dev set "
+                f"{args.train_seed + 1}); pick another")
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
