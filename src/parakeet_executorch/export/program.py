@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from contextlib import contextmanager
 
 import torch
@@ -51,6 +53,7 @@ def export_methods(nemo_model, meta: ModelMetadata, dtype: torch.dtype = torch.f
     # The relative-position table must cover the longest input before tracing, or the encoder would try to
     # grow it at run time.
     nemo_model.encoder.set_max_audio_length(features.shape[-1] + 1)
+    _fit_relative_positions(nemo_model.encoder, features.shape[-1])
     if dtype != torch.float32 or device != "cpu":
         nemo_model.to(device=device, dtype=dtype)
     with torch.no_grad():
@@ -68,3 +71,25 @@ def export_methods(nemo_model, meta: ModelMetadata, dtype: torch.dtype = torch.f
         frame = torch.randn(1, 1, meta.joint_hidden, dtype=dtype, device=device)
         programs["joint"] = export(joint, (frame, frame.clone()), strict=False)
     return programs
+
+
+def _fit_relative_positions(encoder, max_feature_frames: int) -> None:
+    """Shrink the relative-position table to what the longest input's encoder frames use.
+
+    NeMo sizes ``RelPositionalEncoding.pe`` by feature frames (``pos_emb_max_len``, 5000 by default: 9999 x d_model
+    floats), but attention runs after subsampling, on 8x fewer frames. The exported graph keeps the whole table as
+    a constant: 4.5 MB of the demo model's .pte, 41 MB at v3's size. The table is rebuilt for positions
+    L-1 .. -(L-1) with L the longest input's encoder frames; its rows are the same sin/cos values, and
+    ``forward`` slices it around the centre, so the numbers the encoder sees do not change.
+    """
+    pos_enc = getattr(encoder, "pos_enc", None)
+    if pos_enc is None or type(pos_enc).__name__ != "RelPositionalEncoding":
+        return
+    frames = max_feature_frames
+    for _ in range(int(round(math.log2(encoder.subsampling_factor)))):
+        frames = (frames + 1) // 2  # each stride-2 conv stage (kernel 3, padding 1) halves, rounding up
+    length = frames + 1
+    if pos_enc.pe.size(1) <= 2 * length - 1:
+        return
+    positions = torch.arange(length - 1, -length, -1, dtype=torch.float32, device=pos_enc.pe.device).unsqueeze(1)
+    pos_enc.create_pe(positions=positions, dtype=pos_enc.pe.dtype)
