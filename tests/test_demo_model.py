@@ -112,8 +112,9 @@ def test_eval_wer_refuses_training_seed_and_bad_pairs(tmp_path, demo_nemo):
 
     with pytest.raises(SystemExit):
         main(["--model", str(demo_nemo), "--out", str(tmp_path), "--seed", "1", "--recipes"])
-    with pytest.raises(SystemExit):
-        main(["--model", str(demo_nemo), "--out", str(tmp_path), "--recipes", "8w:xnnpack"])
+    for bad in ("8w:xnnpack", "fpa4w:xnnpack:16", "8da4w:xnnpack:x", "8da4w"):
+        with pytest.raises(SystemExit):
+            main(["--model", str(demo_nemo), "--out", str(tmp_path), "--recipes", bad])
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="NeMo's TDT loss on CUDA needs an NVIDIA GPU")

@@ -18,8 +18,10 @@ import sys
 import time
 from pathlib import Path
 
-DEFAULT_RECIPES = ["none:xnnpack", "none:portable", "fpa4w:xnnpack", "8da4w:xnnpack", "8da8w:xnnpack",
-                   "8w:portable"]
+# The demo model's width (112) is not a multiple of 32, so group-32 recipes leave its K = 112 linears in float;
+# 8da4w with group size 16 quantizes every linear.
+DEFAULT_RECIPES = ["none:xnnpack", "none:portable", "fpa4w:xnnpack", "8da4w:xnnpack", "8da4w:xnnpack:16",
+                   "8da8w:xnnpack", "8w:portable"]
 
 
 def make_test_set(out_dir: Path, n: int, seed: int, train_utterances: int, train_seed: int) -> list[dict]:
@@ -61,11 +63,15 @@ def nemo_texts(model_path: str, paths: list[str]) -> list[str]:
     return [h.text for h in hyps]
 
 
-def pte_texts(model_path: str, recipe: str, backend: str, work: Path, paths: list[str]) -> tuple[list[str], dict]:
+def pte_texts(model_path: str, recipe: str, backend: str, group_size: int | None, work: Path,
+              paths: list[str]) -> tuple[list[str], dict]:
     """Export one recipe and transcribe the files with the Python runner.
 
+    Args:
+        group_size: ``--group-size`` for the export, or None for the recipe's default.
     Returns:
-        transcripts, and ``{"export_s", "pte_mb", "rtfx"}`` (RTFx: audio seconds / runner seconds, all clips).
+        transcripts, and ``{"export_s", "pte_mb", "rtfx", "linears_quantized"}`` (RTFx: audio seconds / runner
+        seconds over all clips; linears_quantized: "N/M" over encoder and decoder, from export_report.json).
     Raises:
         RuntimeError: the export failed (its own message is printed above).
     """
@@ -75,9 +81,11 @@ def pte_texts(model_path: str, recipe: str, backend: str, work: Path, paths: lis
     from ..runtime.transcribe import Transcriber
     from ..tokenizer import Tokenizer
 
-    out = work / f"{recipe}-{backend}"
+    out = work / f"{recipe}-{backend}" if group_size is None else work / f"{recipe}-{backend}-g{group_size}"
+    extra = [] if group_size is None else ["--group-size", str(group_size)]
     t0 = time.perf_counter()
-    if export_main(["--model", model_path, "--backend", backend, "--quantize", recipe, "--output-dir", str(out)]):
+    if export_main(["--model", model_path, "--backend", backend, "--quantize", recipe, "--output-dir", str(out),
+                    *extra]):
         raise RuntimeError(f"export of {recipe} on {backend} failed")
     export_s = time.perf_counter() - t0
     transcriber = Transcriber(PteModel(out / "model.pte"), Tokenizer(out / "tokenizer.model"))
@@ -87,17 +95,22 @@ def pte_texts(model_path: str, recipe: str, backend: str, work: Path, paths: lis
     texts = [transcriber.transcribe(c).text for c in clips]
     run_s = time.perf_counter() - t0
     audio_s = sum(len(c) for c in clips) / rate
-    return texts, {"export_s": round(export_s, 1), "pte_mb": round((out / "model.pte").stat().st_size / 1e6, 2),
+    parts = json.loads((out / "export_report.json").read_text())["parts"].values()
+    quantized = sum(p.get("quantized") or 0 for p in parts)
+    total = sum(p.get("linear_layers") or 0 for p in parts)
+    return texts, {"linears_quantized": f"{quantized}/{total}" if recipe != "none" else "","export_s": round(export_s, 1), "pte_mb": round((out / "model.pte").stat().st_size / 1e6, 2),
                    "rtfx": round(audio_s / run_s, 1)}
 
 
 def _table(results: list[dict]) -> str:
-    lines = ["| system | recipe | backend | WER % | Δ vs fp32 .pte (points) | same text as NeMo eager | .pte MB |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| system | recipe | backend | group size | linears quantized | WER % | Δ vs fp32 .pte (points) | "
+             "same text as NeMo eager | .pte MB |",
+             "|---|---|---|---|---|---|---|---|---|"]
     base = next((r["wer"] for r in results if r["system"] == "pte" and r["recipe"] == "none"), None)
     for r in results:
         delta = "" if base is None or r["system"] != "pte" else f"{100 * (r['wer'] - base):+.2f}"
-        lines.append(f"| {r['system']} | {r['recipe']} | {r['backend']} | {100 * r['wer']:.2f} | {delta} | "
+        lines.append(f"| {r['system']} | {r['recipe']} | {r['backend']} | {r.get('group_size') or ''} | "
+                     f"{r.get('linears_quantized', '')} | {100 * r['wer']:.2f} | {delta} | "
                      f"{r['same_as_nemo']}/{r['clips']} | {r.get('pte_mb', '')} |")
     return "\n".join(lines) + "\n"
 
@@ -113,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=2026, help="test-set seed (not the training or dev seed)")
     p.add_argument("--train-utterances", type=int, default=12000, help="as given to parakeet-train-demo")
     p.add_argument("--train-seed", type=int, default=0, help="as given to parakeet-train-demo")
-    p.add_argument("--recipes", nargs="*", default=DEFAULT_RECIPES, metavar="RECIPE:BACKEND",
+    p.add_argument("--recipes", nargs="*", default=DEFAULT_RECIPES, metavar="RECIPE:BACKEND[:GROUP_SIZE]",
                    help=f"default: {' '.join(DEFAULT_RECIPES)}")
     args = p.parse_args(argv)
 
@@ -122,14 +135,17 @@ def main(argv: list[str] | None = None) -> int:
 
     pairs = []
     for item in args.recipes:
-        recipe, _, backend = item.partition(":")
-        if recipe not in RECIPES or backend not in BACKENDS:
-            p.error(f"{item!r}: expected RECIPE:BACKEND with RECIPE in {RECIPES} and BACKEND in {BACKENDS}")
+        fields = item.split(":")
+        recipe, backend, rest = fields[0], fields[1] if len(fields) > 1 else "", fields[2:]
+        if recipe not in RECIPES or backend not in BACKENDS or len(rest) > 1 or (rest and not rest[0].isdigit()):
+            p.error(f"{item!r}: expected RECIPE:BACKEND[:GROUP_SIZE] with RECIPE in {RECIPES} and BACKEND in "
+                    f"{BACKENDS}")
+        group_size = int(rest[0]) if rest else None
         try:
-            check_recipe(recipe, backend)
+            check_recipe(recipe, backend, group_size)
         except RecipeError as e:
             p.error(str(e))
-        pairs.append((recipe, backend))
+        pairs.append((recipe, backend, group_size))
     if not Path(args.model).is_file():
         p.error(f"--model {args.model} not found")
     if args.clips < 1:
@@ -148,12 +164,12 @@ def main(argv: list[str] | None = None) -> int:
     results = [{"system": "nemo-eager", "recipe": "none", "backend": "pytorch", "wer": word_error_rate(refs, eager),
                 "same_as_nemo": len(rows), "clips": len(rows)}]
     print(f"NeMo eager: WER {100 * results[0]['wer']:.2f} %", flush=True)
-    for recipe, backend in pairs:
-        texts, info = pte_texts(args.model, recipe, backend, out / "pte", paths)
+    for recipe, backend, group_size in pairs:
+        texts, info = pte_texts(args.model, recipe, backend, group_size, out / "pte", paths)
         same = sum(a == b for a, b in zip(texts, eager))
-        results.append({"system": "pte", "recipe": recipe, "backend": backend, "wer": word_error_rate(refs, texts),
-                        "same_as_nemo": same, "clips": len(rows), **info})
-        print(f"{recipe} on {backend}: WER {100 * results[-1]['wer']:.2f} %, {same}/{len(rows)} transcripts as "
+        results.append({"system": "pte", "recipe": recipe, "backend": backend, "group_size": group_size,
+                        "wer": word_error_rate(refs, texts), "same_as_nemo": same, "clips": len(rows), **info})
+        print(f"{recipe} on {backend} (group size {group_size or 'default'}): WER {100 * results[-1]['wer']:.2f} %, {same}/{len(rows)} transcripts as "
               f"NeMo eager", flush=True)
     meta = {"model": args.model, "clips": len(rows), "seed": args.seed, "words": sum(len(r.split()) for r in refs)}
     (out / "results.json").write_text(json.dumps({"test_set": meta, "results": results}, indent=1) + "\n")
