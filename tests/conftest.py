@@ -70,10 +70,10 @@ _EXPORTS: dict = {}
 
 
 def export_tiny(tiny_nemo: Path, root: Path, backend: str, *extra: str) -> Path:
-    """Export the tiny model once per (backend, options) and return the output folder."""
+    """Export a model (the tiny one, or another .nemo) once per (model, backend, options); return the folder."""
     from parakeet_executorch.export.cli import main as export_main
 
-    key = (backend,) + extra
+    key = (Path(tiny_nemo).stem, backend) + extra  # the model is part of the key: tests export several models
     if key not in _EXPORTS:
         out = root / "-".join(key).replace("/", "_")
         assert export_main(["--model", str(tiny_nemo), "--backend", backend, "--output-dir", str(out), *extra]) == 0
