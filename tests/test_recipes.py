@@ -112,6 +112,13 @@ def test_wrong_pairs_name_the_allowed_pairs(recipe, backend):
         check_recipe(recipe, backend)
 
 
+@pytest.mark.parametrize("recipe, group_size", [("8da4w", 16), ("8da4w", 48), ("fpa4w", 16)])
+def test_group_sizes_the_backend_cannot_take_are_refused(recipe, group_size):
+    with pytest.raises(RecipeError, match=f"got {group_size}"):
+        check_recipe(recipe, "xnnpack", group_size)
+    check_recipe(recipe, "xnnpack", 64)
+
+
 def test_embedding_recipe_outside_portable_is_refused_before_loading(tmp_path, capsys):
     from parakeet_executorch.export.cli import main as export_main
 

@@ -57,6 +57,10 @@ def check_recipe(recipe: str, backend: str, group_size: int | None = None) -> No
         raise RecipeError(f"--group-size must be >= 0 (0 = per channel), got {group_size}")
     if recipe == "fpa4w" and group_size not in (None, 32, 64, 128, 256):
         raise RecipeError(f"fpa4w takes group sizes 32, 64, 128 or 256, got {group_size}")
+    if recipe == "8da4w" and backend == "xnnpack" and group_size and group_size % 32:
+        # executorch 1.5.1's XNNPACK lowering asserts on this deep inside to_edge_transform_and_lower.
+        raise RecipeError(f"8da4w on xnnpack takes group sizes that are multiples of 32 (or 0 = per channel), "
+                          f"got {group_size}")
 
 
 EMBEDDING_BACKENDS = ("portable",)
