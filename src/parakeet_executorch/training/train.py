@@ -89,7 +89,6 @@ def word_error_rate(refs: list[str], hyps: list[str]) -> float:
 
 
 def train(args) -> dict:
-    import numpy as np
     import torch
 
     from ..testing.tokenizer_corpus import train_tokenizer
