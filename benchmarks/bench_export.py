@@ -5,9 +5,8 @@ encoder RTFx at 10 s and 60 s (jfk.wav looped), as JSON + a markdown table in --
     python benchmarks/bench_export.py --model X.nemo --out /tmp/bench --recipes none 8da4w
     python benchmarks/bench_export.py --pte D/model.pte --out /tmp/bench      # only time an existing .pte
 
-Each export runs in a child process (benchmarks/_export_child.py, i.e. ``parakeet-export`` with the encoder's
-module-level XNNPACK rewrites); its peak RSS is ``resource.getrusage(RUSAGE_CHILDREN).ru_maxrss`` taken after it
-exits, so the benchmark's own memory is not counted. Delegates and non-delegated ops are read from the .pte itself.
+Each export runs ``parakeet-export`` in a child process; its peak RSS is
+``resource.getrusage(RUSAGE_CHILDREN).ru_maxrss`` taken after it exits, so the benchmark's own memory is not counted. Delegates and non-delegated ops are read from the .pte itself.
 With --etdump, the encoder is also run once with ExecuTorch's event tracer and the time per delegate / op is
 summarised (executorch.devtools.Inspector).
 """
@@ -35,7 +34,7 @@ def available_recipes() -> list[str]:
 
 
 def run_export(model: str, recipe: str, out_dir: Path, log: Path) -> dict:
-    cmd = [sys.executable, str(REPO / "benchmarks" / "_export_child.py"), "--model", model, "--backend", "xnnpack",
+    cmd = [sys.executable, "-m", "parakeet_executorch.export.cli", "--model", model, "--backend", "xnnpack",
            "--output-dir", str(out_dir)]
     if recipe != "none":
         cmd += ["--quantize", recipe]
@@ -49,21 +48,9 @@ def run_export(model: str, recipe: str, out_dir: Path, log: Path) -> dict:
 
 def pte_summary(pte: Path) -> dict:
     """Delegates and non-delegated kernel calls per method, from the serialized program."""
-    from executorch.exir._serialize._program import deserialize_pte_binary
+    from parakeet_executorch.export.xnnpack_rewrites import pte_instruction_counts
 
-    program = deserialize_pte_binary(pte.read_bytes())
-    program = getattr(program, "program", program)
-    out = {}
-    for plan in program.execution_plan:
-        kernels = delegates = 0
-        for chain in plan.chains:
-            for ins in chain.instructions:
-                kind = type(ins.instr_args).__name__
-                delegates += kind == "DelegateCall"
-                kernels += kind == "KernelCall"
-        if delegates or kernels:
-            out[plan.name] = {"delegates": delegates, "kernel_calls": kernels}
-    return out
+    return pte_instruction_counts(pte.read_bytes())
 
 
 def encoder_rtfx(pte: Path, seconds_list=(10.0, 60.0), repeats: int = 3) -> dict:

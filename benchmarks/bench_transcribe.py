@@ -30,7 +30,6 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 WORKER = HERE / "_bench_worker.py"
-EXPORT_CHILD = HERE / "_export_child.py"
 JFK = Path(os.environ.get("PARAKEET_SHARED_AUDIO", REPO.parent / "shared" / "audio")) / "jfk.wav"
 CPP_RUNNER = REPO / "cmake-out" / "examples" / "parakeet" / "parakeet_runner"
 
@@ -326,9 +325,9 @@ def main(argv: list[str] | None = None) -> int:
     export_steps = []
     for r in args.recipes:
         backend, q = RECIPES[r]
-        export_steps.append((f"export {r}", [sys.executable, str(EXPORT_CHILD), "--model", str(nemo), "--backend",
-                                             backend, "--quantize", q, "--max-audio-seconds", max_s,
-                                             "--output-dir", str(out / "pte" / r)], logs / f"export_{r}.log"))
+        cmd = [sys.executable, "-m", "parakeet_executorch.export.cli", "--model", str(nemo), "--backend", backend,
+               "--quantize", q, "--max-audio-seconds", max_s, "--output-dir", str(out / "pte" / r)]
+        export_steps.append((f"export {r}", cmd, logs / f"export_{r}.log"))
     if not args.no_ort:
         export_steps.append(("onnx export", [sys.executable, str(WORKER), "onnx-export", str(nemo),
                                              str(out / "onnx" / "fp32"), str(tune_audio)], logs / "onnx_export.log"))

@@ -44,10 +44,16 @@ def test_model_card_figures_match_the_training_log():
     assert (DEMO_DIR / "parakeet-tdt-demo.nemo").stat().st_size == log["nemo_bytes"] <= 10_000_000
 
 
-def test_demo_command_prints_the_sample_sentence(tmp_path, capsys):
+def test_demo_command_prints_the_sample_sentence(tmp_path, capsys, monkeypatch):
     from parakeet_executorch.demo import main
+    from parakeet_executorch.runtime.transcribe import Transcriber
 
+    calls = []
+    original = Transcriber.transcribe
+    monkeypatch.setattr(Transcriber, "transcribe", lambda self, audio: calls.append(1) or original(self, audio))
     assert main(["--out", str(tmp_path), "--check"]) == 0
+    assert len(calls) == 1, "the demo must transcribe the sample once and reuse the transcript for its checks"
+    monkeypatch.undo()
     stdout = capsys.readouterr().out
     expected = SAMPLE_TXT.read_text().strip()
     assert expected in stdout.splitlines()  # the transcript line (the export's stage lines come before it)

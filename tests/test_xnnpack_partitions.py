@@ -27,11 +27,9 @@ def tiny_meta(nemo_model):
 def encoder_programs(nemo_model, tiny_meta):
     """(original, rewritten) ATen ExportedPrograms of the tiny encoder."""
     from parakeet_executorch.export.program import export_methods
-    from parakeet_executorch.export.xnnpack_rewrites import xnnpack_friendly_encoder
 
     original = export_methods(nemo_model, tiny_meta)["encoder"]
-    with xnnpack_friendly_encoder(nemo_model.encoder):
-        rewritten = export_methods(nemo_model, tiny_meta)["encoder"]
+    rewritten = export_methods(nemo_model, tiny_meta, xnnpack_encoder=True)["encoder"]  # as parakeet-export does
     return original, rewritten
 
 
@@ -120,3 +118,12 @@ def test_lowered_encoder_matches_nemo(nemo_model, lowered_encoder, jfk_audio):
     out, out_len = method.execute([features.contiguous(), length])
     assert int(out_len.item()) == int(ref_len.item())
     assert (out - ref).abs().max().item() < 1e-4
+
+
+def test_export_command_lowers_the_encoder_into_few_delegates(exported_xnnpack):
+    """``parakeet-export --backend xnnpack`` itself applies the rewrites (read back from the written .pte)."""
+    from parakeet_executorch.export.xnnpack_rewrites import pte_instruction_counts
+
+    counts = pte_instruction_counts((exported_xnnpack / "model.pte").read_bytes())
+    assert 1 <= counts["encoder"]["delegates"] <= MAX_ENCODER_DELEGATES, counts
+    assert counts["encoder"]["kernel_calls"] <= MAX_ENCODER_NON_DELEGATED_OPS, counts

@@ -44,40 +44,37 @@ def main(argv: list[str] | None = None) -> int:
     export_dir = out / args.backend
     if export_main(["--model", model, "--backend", args.backend, "--output-dir", str(export_dir)]) != 0:
         return 2
-    from .runtime.cli import main as transcribe_main
+    from .audio import AudioError
+    from .runtime.cli import load_transcriber, transcribe_files
+    from .runtime.formats import render
+    from .runtime.pte_model import PteModelError
+    from .tokenizer import TokenizerError
 
-    rc = transcribe_main(["--model", str(export_dir / "model.pte"), "--timestamps", "word", str(audio)])
-    if rc != 0:
-        return rc
+    # One load and one transcription, reused by both checks.
+    try:
+        results = transcribe_files(load_transcriber(export_dir / "model.pte"), [str(audio)])
+    except (AudioError, TokenizerError, PteModelError) as exc:
+        print(f"parakeet-demo: error: {exc}", file=sys.stderr)
+        return 2
+    print(render(results, "txt", "word"))
+    transcript = results[0][1]
+    rc = 0
     if audio.resolve() == DEMO_AUDIO.resolve() and Path(model).resolve() == DEMO_MODEL.resolve():
-        rc = _check_expected_text(export_dir, audio)
+        rc = _check_expected_text(transcript.text)
     if rc != 0 or not args.check:
         return rc
-    return _check_against_nemo(model, export_dir, audio)
+    return _check_against_nemo(model, [t.id for t in transcript.tokens], audio)
 
 
-def _check_expected_text(export_dir: Path, audio: Path) -> int:
-    from .audio import load_audio
-    from .runtime.pte_model import PteModel
-    from .runtime.transcribe import Transcriber
-    from .tokenizer import Tokenizer
-
-    transcriber = Transcriber(PteModel(export_dir / "model.pte"), Tokenizer(export_dir / "tokenizer.model"))
-    text = transcriber.transcribe(load_audio(audio, transcriber.model.metadata.sample_rate)).text
+def _check_expected_text(text: str) -> int:
     expected = DEMO_TEXT.read_text().strip()
     print(f"spoken: {expected!r}\nheard:  {text!r}: {'exact match' if text == expected else 'DIFFERENT'}")
     return 0 if text == expected else 1
 
 
-def _check_against_nemo(model: str, export_dir: Path, audio: Path) -> int:
-    from .audio import load_audio
+def _check_against_nemo(model: str, ours: list[int], audio: Path) -> int:
     from .export.load import load_nemo_model
-    from .runtime.pte_model import PteModel
-    from .runtime.transcribe import Transcriber
-    from .tokenizer import Tokenizer
 
-    transcriber = Transcriber(PteModel(export_dir / "model.pte"), Tokenizer(export_dir / "tokenizer.model"))
-    ours = [t.id for t in transcriber.transcribe(load_audio(audio, transcriber.model.metadata.sample_rate)).tokens]
     hyp = load_nemo_model(model).transcribe([str(audio)], batch_size=1, verbose=False)[0]
     ref = [int(i) for i in hyp.y_sequence]
     same = ours == ref

@@ -92,7 +92,8 @@ def run_export(args: argparse.Namespace) -> Path:
         report = {"parts": {part: {"recipe": "none"} for part in plan}}
     with _stage("export"):
         dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
-        programs = export_methods(model, meta, dtype=dtype, device="cuda" if args.backend == "cuda" else "cpu")
+        programs = export_methods(model, meta, dtype=dtype, device="cuda" if args.backend == "cuda" else "cpu",
+                                  xnnpack_encoder=args.backend == "xnnpack")
     with _stage(f"lower ({args.backend})"):
         parts, programs = partitioners(args.backend, programs)
         edge = to_edge_transform_and_lower(

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import torch
 from torch.export import Dim, ExportedProgram, export
 
 from .load import ModelMetadata
 from .methods import DecoderStepMethod, EncoderMethod, JointMethod, PreprocessorMethod
+from .xnnpack_rewrites import xnnpack_friendly_encoder
 
 
 @contextmanager
@@ -25,7 +26,7 @@ def _cpu_only_preprocessor():
 
 
 def export_methods(nemo_model, meta: ModelMetadata, dtype: torch.dtype = torch.float32,
-                   device: str = "cpu") -> dict[str, ExportedProgram]:
+                   device: str = "cpu", xnnpack_encoder: bool = False) -> dict[str, ExportedProgram]:
     """Export ``preprocessor``, ``encoder``, ``decoder_step`` and ``joint`` (see ``methods.py`` for signatures).
 
     The preprocessor's input length is ``hop_length x k`` samples for k over the supported range; the encoder is
@@ -37,6 +38,8 @@ def export_methods(nemo_model, meta: ModelMetadata, dtype: torch.dtype = torch.f
         meta: the model's metadata (supported range, shapes).
         dtype: float dtype of encoder/decoder/joint inputs (the preprocessor always runs in float32).
         device: where the encoder, decoder and joint are traced ("cuda" for the CUDA backend).
+        xnnpack_encoder: trace the encoder under ``xnnpack_rewrites.xnnpack_friendly_encoder`` (the same maths in
+            ops XNNPACK takes, so that it lowers in a few large partitions; NeMo's modules are restored after).
     """
     programs = {}
     hop = meta.hop_length
@@ -58,9 +61,10 @@ def export_methods(nemo_model, meta: ModelMetadata, dtype: torch.dtype = torch.f
         nemo_model.to(device=device, dtype=dtype)
     with torch.no_grad():
         enc = EncoderMethod(nemo_model.encoder, nemo_model.joint).eval()
-        programs["encoder"] = export(
-            enc, (features.to(device=device, dtype=dtype), feature_length.to(device)),
-            dynamic_shapes={"features": {2: Dim.AUTO}, "feature_length": {}}, strict=False)
+        with (xnnpack_friendly_encoder(nemo_model.encoder) if xnnpack_encoder else nullcontext()):
+            programs["encoder"] = export(
+                enc, (features.to(device=device, dtype=dtype), feature_length.to(device)),
+                dynamic_shapes={"features": {2: Dim.AUTO}, "feature_length": {}}, strict=False)
 
         step = DecoderStepMethod(nemo_model.decoder, nemo_model.joint).eval()
         state = torch.zeros(meta.num_lstm_layers, 1, meta.pred_hidden, dtype=dtype, device=device)

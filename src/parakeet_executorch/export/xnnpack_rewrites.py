@@ -306,3 +306,23 @@ def delegate_summary(graph_module: torch.fx.GraphModule) -> dict:
         else:
             outside[_op_name(node.target)] += 1
     return {"delegates": delegates, "non_delegated_ops": sum(outside.values()), "outside": dict(outside)}
+
+
+def pte_instruction_counts(pte_bytes: bytes) -> dict:
+    """Per method of a serialized .pte: ``{"delegates": backend calls, "kernel_calls": portable kernel calls}``
+    (methods with neither, such as the metadata constants, are left out)."""
+    from executorch.exir._serialize._program import deserialize_pte_binary
+
+    program = deserialize_pte_binary(pte_bytes)
+    program = getattr(program, "program", program)
+    out = {}
+    for plan in program.execution_plan:
+        kernels = delegates = 0
+        for chain in plan.chains:
+            for ins in chain.instructions:
+                kind = type(ins.instr_args).__name__
+                delegates += kind == "DelegateCall"
+                kernels += kind == "KernelCall"
+        if delegates or kernels:
+            out[plan.name] = {"delegates": delegates, "kernel_calls": kernels}
+    return out

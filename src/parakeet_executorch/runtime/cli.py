@@ -25,31 +25,49 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    from ..audio import AudioError, load_audio
-    from ..tokenizer import Tokenizer, TokenizerError
-    from .formats import render
-    from .pte_model import PteModel, PteModelError
+def transcribe_files(transcriber, paths) -> list:
+    """Transcribe each file with ``transcriber`` (a ``Transcriber``), printing per-file stage timings and RTFx to
+    stderr. Returns ``[(path, Transcript), ...]`` in input order. Raises ``AudioError`` for unreadable audio and
+    ``PteModelError`` when a method fails."""
+    from ..audio import load_audio
+
+    results = []
+    for path in paths:
+        audio = load_audio(path, transcriber.model.metadata.sample_rate)
+        t1 = time.perf_counter()
+        transcript = transcriber.transcribe(audio)
+        wall = time.perf_counter() - t1
+        stages = ", ".join(f"{k}: {v:.3f} s" for k, v in transcript.timings.items())
+        rtfx = transcript.audio_seconds / wall if wall > 0 else float("inf")
+        print(f"{path}: {transcript.audio_seconds:.2f} s of audio; {stages}; RTFx {rtfx:.1f}", file=sys.stderr)
+        results.append((path, transcript))
+    return results
+
+
+def load_transcriber(model: str | Path, tokenizer: str | Path | None = None):
+    """A ``Transcriber`` over ``model`` (a .pte) and ``tokenizer`` (default: ``tokenizer.model`` next to it); prints
+    the load time to stderr. Raises ``PteModelError`` / ``TokenizerError`` naming the file at fault."""
+    from ..tokenizer import Tokenizer
+    from .pte_model import PteModel
     from .transcribe import Transcriber
 
+    tokenizer_path = Path(tokenizer) if tokenizer else Path(model).with_name("tokenizer.model")
+    t0 = time.perf_counter()
+    transcriber = Transcriber(PteModel(model), Tokenizer(tokenizer_path))
+    print(f"load: {time.perf_counter() - t0:.3f} s", file=sys.stderr)
+    return transcriber
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from ..audio import AudioError
+    from ..tokenizer import TokenizerError
+    from .formats import render
+    from .pte_model import PteModelError
+
     timestamps = args.timestamps or ("all" if args.format == "json" else "none")
-    tokenizer_path = Path(args.tokenizer) if args.tokenizer else Path(args.model).with_name("tokenizer.model")
     try:
-        t0 = time.perf_counter()
-        transcriber = Transcriber(PteModel(args.model), Tokenizer(tokenizer_path))
-        load_s = time.perf_counter() - t0
-        print(f"load: {load_s:.3f} s", file=sys.stderr)
-        results = []
-        for path in args.audio:
-            audio = load_audio(path, transcriber.model.metadata.sample_rate)
-            t1 = time.perf_counter()
-            transcript = transcriber.transcribe(audio)
-            wall = time.perf_counter() - t1
-            stages = ", ".join(f"{k}: {v:.3f} s" for k, v in transcript.timings.items())
-            rtfx = transcript.audio_seconds / wall if wall > 0 else float("inf")
-            print(f"{path}: {transcript.audio_seconds:.2f} s of audio; {stages}; RTFx {rtfx:.1f}", file=sys.stderr)
-            results.append((path, transcript))
+        results = transcribe_files(load_transcriber(args.model, args.tokenizer), args.audio)
     except (AudioError, TokenizerError, PteModelError) as exc:
         print(f"parakeet-transcribe: error: {exc}", file=sys.stderr)
         return 2
