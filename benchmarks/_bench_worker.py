@@ -80,7 +80,8 @@ class PteSystem:
         self.transcriber = Transcriber(PteModel(pte), Tokenizer(tokenizer))
 
     def run(self, audio):
-        tokens, _ = self.transcriber.decode_tokens(audio)
+        tokens, timings = self.transcriber.decode_tokens(audio)
+        self.last_stages = timings  # preprocess / encode / decode seconds, for the per-method profile
         return [t.id for t in tokens]
 
 
@@ -128,7 +129,10 @@ def serve(kind: str, args: list[str]) -> int:
         try:
             t0 = time.perf_counter()
             tokens = system.run(audio)
-            send({"tokens": tokens, "wall_s": time.perf_counter() - t0})
+            reply = {"tokens": tokens, "wall_s": time.perf_counter() - t0}
+            if getattr(system, "last_stages", None):
+                reply["stages"] = system.last_stages
+            send(reply)
         except Exception as exc:
             send({"error": f"{type(exc).__name__}: {exc}"})
     return 0

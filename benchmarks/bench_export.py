@@ -6,9 +6,9 @@ encoder RTFx at 10 s and 60 s (jfk.wav looped), as JSON + a markdown table in --
     python benchmarks/bench_export.py --pte D/model.pte --out /tmp/bench      # only time an existing .pte
 
 Each export runs ``parakeet-export`` in a child process; its peak RSS is
-``resource.getrusage(RUSAGE_CHILDREN).ru_maxrss`` taken after it exits, so the benchmark's own memory is not counted. Delegates and non-delegated ops are read from the .pte itself.
-With --etdump, the encoder is also run once with ExecuTorch's event tracer and the time per delegate / op is
-summarised (executorch.devtools.Inspector).
+``resource.getrusage(RUSAGE_CHILDREN).ru_maxrss`` taken after it exits, so the benchmark's own memory is not
+counted. Delegates and non-delegated ops are read from the .pte itself. With --etdump, the encoder is also run
+with ExecuTorch's event tracer and the time per delegate / op is summarised (executorch.devtools.Inspector).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -80,8 +81,14 @@ def encoder_rtfx(pte: Path, seconds_list=(10.0, 60.0), repeats: int = 3) -> dict
     return result
 
 
-def etdump_profile(pte: Path, seconds: float, out: Path) -> dict | None:
-    """Run the encoder once with ETDump and summarise where the time goes (delegates vs portable ops)."""
+def etdump_profile(pte: Path, seconds: float, out: Path, runs: int = 3) -> dict | None:
+    """Run the encoder 1 + ``runs`` times with ETDump and summarise where the steady-state time goes.
+
+    Each event's first sample (the warm-up: XNNPACK sizes its workspace on the first call) is dropped and the
+    median of the rest kept. Returns the encoder's execute time, the time in XNNPACK delegate calls and in the
+    portable kernels between them, the slowest delegate calls (numbered in execution order), and the time inside
+    the delegates per XNNPACK operator kind (ms).
+    """
     try:
         import numpy as np
         import torch
@@ -96,28 +103,37 @@ def etdump_profile(pte: Path, seconds: float, out: Path) -> dict | None:
         n = int(seconds * 16000) // hop * hop
         audio = torch.from_numpy(np.resize(load_audio(JFK, 16000), n).astype("float32"))
         features, frames = model.preprocessor(audio, n)
+        del model
         module = _load_for_executorch(str(pte), enable_etdump=True, debug_buffer_size=0)
-        module.run_method("encoder", (features, torch.tensor([frames], dtype=torch.int64)))
-        module.run_method("encoder", (features, torch.tensor([frames], dtype=torch.int64)))
+        for _ in range(1 + runs):
+            module.run_method("encoder", (features, torch.tensor([frames], dtype=torch.int64)))
         etdump = out / f"encoder_{seconds:g}s.etdp"
         module.write_etdump_result_to_file(str(etdump))
         inspector = Inspector(etdump_path=str(etdump))
-        rows = []
+        execute_ms, delegates, portable_ms, backend_ops = None, [], 0.0, {}
         for block in inspector.event_blocks:
             for event in block.events:
-                if event.perf_data is None:
+                if event.perf_data is None or event.name in ("Program::load_method", "Method::init"):
                     continue
-                rows.append((event.name, event.delegate_backend_name or "portable",
-                             statistics.median(event.perf_data.raw)))
-        rows.sort(key=lambda r: -r[2])
-        total = sum(r[2] for r in rows if r[0] != "Method::execute")
-        by_kind: dict[str, float] = {}
-        for name, backend, ms in rows:
-            if name == "Method::execute":
-                continue
-            by_kind[backend] = by_kind.get(backend, 0.0) + ms
-        return {"seconds": seconds, "top": [list(r) for r in rows[:25]], "by_backend_ms": by_kind,
-                "total_ms": total}
+                raw = list(event.perf_data.raw)
+                ms = statistics.median(raw[1:] if len(raw) > 1 else raw)
+                if event.name == "Method::execute":
+                    execute_ms = ms
+                elif event.name == "DELEGATE_CALL":
+                    delegates.append(ms)
+                elif event.name == "OPERATOR_CALL":  # a portable kernel between delegates
+                    portable_ms += ms
+                elif event.name.startswith("native_call_"):
+                    continue  # the portable kernel's own event, nested in its OPERATOR_CALL
+                else:  # an operator inside a delegate, e.g. "Fully Connected (NC, F32) GEMM #12"
+                    kind = re.sub(r"\s*#\d+$", "", event.name)
+                    backend_ops[kind] = backend_ops.get(kind, 0.0) + ms
+        slowest = sorted(range(len(delegates)), key=lambda i: -delegates[i])[:5]
+        return {"seconds": seconds, "runs": runs, "execute_ms": round(execute_ms, 1),
+                "delegate_ms": round(sum(delegates), 1), "portable_ops_ms": round(portable_ms, 1),
+                "delegate_calls": len(delegates),
+                "slowest_delegates": [[f"#{i}", round(delegates[i], 1)] for i in slowest],
+                "delegate_ops_ms": {k: round(v, 1) for k, v in sorted(backend_ops.items(), key=lambda kv: -kv[1])}}
     except Exception as exc:  # profiling is optional: report why it was skipped
         return {"error": f"{type(exc).__name__}: {exc}"}
 
@@ -128,6 +144,18 @@ def markdown(rows: list[dict]) -> str:
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         lines.append("| " + " | ".join(str(r.get(c, "")) for c in cols) + " |")
+    for r in rows:
+        e = r.get("etdump")
+        if not e:
+            continue
+        if "error" in e:
+            lines.append(f"\n{r['recipe']}: ETDump profile skipped: {e['error']}")
+            continue
+        ops = "; ".join(f"{name} {ms:.1f}" for name, ms in list(e["delegate_ops_ms"].items())[:6])
+        lines.append(f"\n{r['recipe']}, ETDump of the encoder on {e['seconds']:g} s (median of {e['runs']} runs after "
+                     f"a warm-up): execute {e['execute_ms']:.1f} ms; {e['delegate_calls']} XNNPACK delegate calls "
+                     f"{e['delegate_ms']:.1f} ms; portable kernels between them {e['portable_ops_ms']:.1f} ms. Inside "
+                     f"the delegates, by operator (ms): {ops}.")
     return "\n".join(lines) + "\n"
 
 

@@ -142,9 +142,9 @@ class CppSystem:
         if load:
             self.loads.append(float(load.group(1)))
         # The runner prints RTFx with one decimal; recompute wall from its stage timings when present.
-        stages = [float(x) for x in re.findall(r"(?:preprocess|encode|decode): ([0-9.]+) s", err)]
-        wall = sum(stages) if stages else (audio_seconds / float(rtfx.group(1)) if rtfx else float("nan"))
-        return {"text": out.strip(), "wall_s": wall}
+        stages = {k: float(v) for k, v in re.findall(r"(preprocess|encode|decode): ([0-9.]+) s", err)}
+        wall = sum(stages.values()) if stages else (audio_seconds / float(rtfx.group(1)) if rtfx else float("nan"))
+        return {"text": out.strip(), "wall_s": wall, **({"stages": stages} if stages else {})}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -241,10 +241,19 @@ def markdown(res: dict) -> str:
         + ("" if res["fp32_agree"] else f" (differ: {', '.join(res['fp32_disagree'])})"),
         f"Host: {res['host']['cpu']} ({res['host']['cores']} cores), {res['host']['mem_gb']} GB.",
     ]
+    prof = ["", "Where the time goes (ExecuTorch runners, median seconds per stage: preprocessor method, encoder "
+            "method, greedy TDT loop of decoder_step + joint calls):", "",
+            "| system | recipe | audio s | preprocess s | encoder s | decoder loop s | encoder share |",
+            "|---|---|---|---|---|---|---|"]
+    for name, s in systems.items():
+        for k, st in s.get("stages_s", {}).items():
+            total = sum(st.values()) or float("nan")
+            prof.append(f"| {s['system']} | {s['recipe']} | {k} | {st.get('preprocess', 0):.3f} | "
+                        f"{st.get('encode', 0):.3f} | {st.get('decode', 0):.3f} | {st.get('encode', 0) / total:.0%} |")
     exp = ["", "| step | wall s | peak RSS MB | rc |", "|---|---|---|---|"]
     for k, v in res["steps"].items():
         exp.append(f"| {k} | {v['wall_s']} | {v['peak_rss_mb']} | {v['rc']} |")
-    return "\n".join(lines + [""] + ["- " + n for n in notes] + exp) + "\n"
+    return "\n".join(lines + [""] + ["- " + n for n in notes] + (prof if len(prof) > 5 else []) + exp) + "\n"
 
 
 def plot(res: dict, path: Path) -> None:
@@ -389,6 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     sp = spm.SentencePieceProcessor(model_file=str(next((out / "pte").glob("*/tokenizer.model")))) \
         if (out / "pte").exists() and list((out / "pte").glob("*/tokenizer.model")) else None
     walls: dict[str, dict[str, list[float]]] = {n: {f"{L:g}": [] for L in lengths} for n in systems}
+    stage_runs: dict[str, dict[str, list[dict]]] = {n: {f"{L:g}": [] for L in lengths} for n in systems}
     first: dict[str, dict[str, object]] = {n: {} for n in systems}
     order = list(workers) + list(cpp)
     for L in lengths:
@@ -409,6 +419,8 @@ def main(argv: list[str] | None = None) -> int:
                     first[name][k] = rep.get("tokens", rep.get("text"))
                 else:
                     walls[name][k].append(rep["wall_s"])
+                    if "stages" in rep:
+                        stage_runs[name][k].append(rep["stages"])
             print(f"  {k} s audio: {'warm-up' if i == 0 else f'run {i}/{args.runs}'} done", flush=True)
 
     for name, w in workers.items():
@@ -428,6 +440,10 @@ def main(argv: list[str] | None = None) -> int:
             w = walls.get(name, {}).get(k)
             if w:
                 s["rtfx"][k] = round(L / statistics.median(w), 3)
+            runs = stage_runs.get(name, {}).get(k)
+            if runs:  # per-method profile: median seconds of each stage
+                s.setdefault("stages_s", {})[k] = {st: round(statistics.median(r[st] for r in runs), 4)
+                                                   for st in runs[0]}
             got = first[name].get(k)
             if got is None or k not in ref:
                 continue

@@ -43,4 +43,31 @@ def test_bench_transcribe_tiny(tmp_path):
     assert 0.0 <= systems["ort-int8"]["agreement"]["2"] <= 1.0
     # the realistic-token-rate bias took effect (random joints otherwise emit ~19 tokens/s on tiny)
     assert res["model"]["tokens_per_s_after"] < res["model"]["tokens_per_s_before"]
-    assert "| system | recipe | size MB |" in (out / "results.md").read_text()
+    md = (out / "results.md").read_text()
+    assert "| system | recipe | size MB |" in md
+    # the per-method profile: the Python runner's stage times add up to no more than its measured wall time
+    stages = systems["et-py:xnnpack-fp32"]["stages_s"]["2"]
+    assert set(stages) == {"preprocess", "encode", "decode"} and all(v > 0 for v in stages.values()), stages
+    assert sum(stages.values()) <= min(systems["et-py:xnnpack-fp32"]["wall_s"]["2"]) * 1.001
+    assert "| system | recipe | audio s | preprocess s | encoder s |" in md
+
+
+@pytest.mark.slow
+def test_bench_export_tiny(tmp_path):
+    """benchmarks/bench_export.py (issue 8) at tiny size: export time, peak RSS, delegate count, encoder RTFx and
+    the ETDump profile all land in its table."""
+    out = tmp_path / "bench"
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    cmd = [sys.executable, str(REPO / "benchmarks" / "bench_export.py"), "--size", "tiny", "--recipes", "none",
+           "--etdump", "--out", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (row,) = json.loads((out / "results.json").read_text())
+    assert row["rc"] == 0 and row["export_s"] > 0 and row["export_peak_rss_gb"] > 0, row
+    assert 1 <= row["encoder_delegates"] <= 4, row  # the figure test_xnnpack_partitions holds the tiny encoder to
+    assert row["encoder_rtfx_10s"] > 0 and row["encoder_rtfx_60s"] > 0, row
+    e = row["etdump"]
+    assert "error" not in e, e
+    assert e["delegate_calls"] == row["encoder_delegates"], e
+    assert 0 < e["delegate_ms"] + e["portable_ops_ms"] <= e["execute_ms"] * 1.05, e
+    assert "ETDump of the encoder" in (out / "results.md").read_text()
