@@ -12,7 +12,7 @@ import os
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 DEFAULT_MIN_AUDIO_SECONDS = 0.1
@@ -65,6 +65,7 @@ def run_export(args: argparse.Namespace) -> Path:
     from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge_transform_and_lower
 
     from .backends import check_host, partitioners
+    from .lowering_speedups import faster_lowering
     from .load import load_nemo_model, read_metadata
     from .program import export_methods
     from .recipes import check_embedding_recipe, check_recipe
@@ -96,9 +97,11 @@ def run_export(args: argparse.Namespace) -> Path:
                                   xnnpack_encoder=args.backend == "xnnpack")
     with _stage(f"lower ({args.backend})"):
         parts, programs = partitioners(args.backend, programs)
-        edge = to_edge_transform_and_lower(
-            programs, partitioner=parts, constant_methods=meta.constant_methods(),
-            compile_config=EdgeCompileConfig(_check_ir_validity=False))
+        # The shortcuts are checked (tests/test_lowering_speedups.py) to give a byte-identical .pte on XNNPACK.
+        with (faster_lowering() if args.backend == "xnnpack" else nullcontext()):
+            edge = to_edge_transform_and_lower(
+                programs, partitioner=parts, constant_methods=meta.constant_methods(),
+                compile_config=EdgeCompileConfig(_check_ir_validity=False))
         program = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=True))
     with _stage("serialize"):
         pte = out_dir / "model.pte"

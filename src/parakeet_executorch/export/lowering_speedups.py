@@ -1,0 +1,277 @@
+"""Shortcuts through executorch 1.5.1's lowering that skip work which cannot change the result (issue 8).
+
+Lowering the full-size encoder to XNNPACK took ~400 s, nearly all of it whole-graph replays through fake tensors
+with a symbolic time dimension (about 0.6 s per conformer layer per replay), on one core. ``faster_lowering``
+skips the replays that change nothing for a Parakeet encoder and spreads the per-partition work over the cores:
+
+* ``skip_unchanged_retraces``: the metadata replay after an XNNPACK preprocess pass that edited nothing.
+* ``skip_empty_decompositions``: a ``run_decompositions`` call, after the graph is functional, whose table has
+  nothing to decompose in the graph.
+* ``parallel_preprocess``: XNNPACK's preprocess of the partitions in forked worker processes.
+
+Tests lower the same program with and without these shortcuts and require byte-identical .pte files.
+
+The retraces
+------------
+executorch 1.5.1's ``XnnpackBackend.preprocess`` runs 17 passes on every partition, and each one ends by calling
+``ExportPass.call``, which re-runs the whole partition through fake tensors to rebuild node metadata. With the
+encoder's symbolic time dimension that replay costs about 0.6 s per conformer layer per pass (issue 8), and most
+passes find nothing to do in a Parakeet graph (no bilinear upsampling, no SDPA pattern, no PReLU, no large
+concatenation): the replay then rebuilds exactly the metadata the nodes already carry.
+
+``skip_unchanged_retraces`` records a fingerprint of the partition's graph before each XNNPACK pass and lets
+``ExportPass.call`` return the graph as it is when the pass left the fingerprint unchanged. A pass that edits the
+graph or swaps a constant still gets its replay. The retrace copies each node's metadata onto its replayed node
+and recomputes only ``val``/``tensor_meta`` from the ops, so an unchanged graph keeps valid metadata without it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from contextlib import contextmanager
+
+import torch
+
+_state = threading.local()
+
+
+def graph_fingerprint(graph_module: torch.fx.GraphModule) -> tuple:
+    """Return a hashable summary of ``graph_module``'s structure: every node's op, target and arguments (nodes by
+    name), and the identity of every attribute a ``get_attr`` node reads (so a pass that replaces a constant, as
+    XNNPACK's PReLU pass does, counts as a change). Node metadata is not included."""
+    items = []
+    for node in graph_module.graph.nodes:
+        args = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: ("node", n.name))
+        target = node.target if isinstance(node.target, str) else id(node.target)
+        extra = None
+        if node.op == "get_attr":
+            obj = graph_module
+            for part in node.target.split("."):
+                obj = getattr(obj, part, None)
+            extra = id(obj)
+        items.append((node.name, node.op, target, repr(args), extra))
+    return tuple(items)
+
+
+_REPLAY_HOOKS = ("placeholder", "output", "inputs", "on_attr", "call_operator", "call_sym", "call_getitem",
+                 "call_cond", "call_map", "call_while", "call_scan", "call_delegate", "call_submodule",
+                 "call_size_operator", "call_size_operator_all")
+
+
+def _replay_transforms(pass_class: type, export_pass: type) -> bool:
+    """True when ``pass_class`` does its work during the replay itself (it overrides a hook the replay calls, as
+    ``DimOrderOpsRevertPass`` and ``ConstPropPass`` do): skipping its replay would skip the pass."""
+    return any(getattr(pass_class, hook, None) is not getattr(export_pass, hook, None) for hook in _REPLAY_HOOKS)
+
+
+@contextmanager
+def skip_unchanged_retraces():
+    """Within this context, XNNPACK's preprocess skips the metadata replay of passes that changed nothing.
+
+    Counts are kept in ``skip_unchanged_retraces.stats`` (``{"skipped": n, "replayed": m}``) for tests and
+    benchmarks. Restores executorch's classes on exit, also on error.
+    """
+    from executorch.backends.xnnpack import _passes as xnn_passes
+    from executorch.backends.xnnpack.xnnpack_preprocess import XNNPACKPassManager
+    from executorch.exir.pass_base import ExportPass, PassResult
+
+    original_call = ExportPass.call
+    original_transform = XNNPACKPassManager.transform
+    stats = skip_unchanged_retraces.stats = {"skipped": 0, "replayed": 0}
+
+    def call(self, graph_module):
+        before = getattr(_state, "fingerprints", {}).get(id(graph_module))
+        if before is not None and not _replay_transforms(type(self), ExportPass):
+            if graph_fingerprint(graph_module) == before:
+                stats["skipped"] += 1
+                return PassResult(graph_module, False)
+            stats["replayed"] += 1
+        return original_call(self, graph_module)
+
+    def transform(manager):
+        # Mirrors XNNPACKPassManager.transform, with a fingerprint taken before each pass.
+        ep = manager.exported_program
+        for pass_ in manager.passes:
+            if issubclass(pass_, xnn_passes.XNNPACKPass):
+                transform_pass = pass_(ep)
+            elif issubclass(pass_, ExportPass):
+                transform_pass = pass_()
+            else:
+                raise RuntimeError(f"expected an ExportPass subclass, got {pass_!r}")
+            _state.fingerprints = {id(ep.graph_module): graph_fingerprint(ep.graph_module)}
+            try:
+                ep = xnn_passes._transform(ep, transform_pass)
+            finally:
+                _state.fingerprints = {}
+        return ep
+
+    ExportPass.call = call
+    XNNPACKPassManager.transform = transform
+    try:
+        yield stats
+    finally:
+        ExportPass.call = original_call
+        XNNPACKPassManager.transform = original_transform
+
+
+skip_unchanged_retraces.stats = {"skipped": 0, "replayed": 0}
+
+
+# aten.sym_size.int is in the default table but a size read has nothing to decompose into: it is how a symbolic
+# dimension appears in the graph, and a re-export keeps it.
+_NOTHING_TO_DECOMPOSE = ("aten.sym_size.int",)
+
+
+@contextmanager
+def skip_empty_decompositions():
+    """Within this context, ``ExportedProgram.run_decompositions(table)`` returns the program unchanged when
+    ``table`` is not empty and no ``call_function`` node's target is in it (``aten.sym_size.int`` aside).
+
+    ``to_edge_transform_and_lower`` runs a program through ``run_decompositions`` three times before lowering to
+    XNNPACK: once with an empty table (functionalization; never skipped here), once with the partitioner's
+    preserved ops left out of the table, and once more with the full table for preserved ops the partitioner
+    then rejected. When it rejected none, the third call re-exports the whole graph to change nothing (~50 s for
+    the full-size encoder). Counts are kept in ``skip_empty_decompositions.stats``.
+    """
+    from torch.export import ExportedProgram
+
+    original = ExportedProgram.run_decompositions
+    stats = skip_empty_decompositions.stats = {"skipped": 0, "run": 0}
+
+    def run_decompositions(self, decomp_table=None, *args, **kwargs):
+        if decomp_table and not any(
+                node.op == "call_function" and node.target in decomp_table
+                and str(node.target) not in _NOTHING_TO_DECOMPOSE for node in self.graph_module.graph.nodes):
+            stats["skipped"] += 1
+            return self
+        stats["run"] += 1
+        return original(self, decomp_table, *args, **kwargs)
+
+    ExportedProgram.run_decompositions = run_decompositions
+    try:
+        yield stats
+    finally:
+        ExportedProgram.run_decompositions = original
+
+
+skip_empty_decompositions.stats = {"skipped": 0, "run": 0}
+
+
+@contextmanager
+def faster_lowering():
+    """All the shortcuts of this module, for the span of one ``to_edge_transform_and_lower`` call."""
+    with skip_unchanged_retraces(), skip_empty_decompositions(), parallel_preprocess():
+        yield
+
+
+# aten.sym_size.int is in the default table but a size read has nothing to decompose into: it is how a symbolic
+# dimension appears in the graph, and a re-export keeps it.
+_NOTHING_TO_DECOMPOSE = ("aten.sym_size.int",)
+
+
+@contextmanager
+def skip_empty_decompositions():
+    """Within this context, ``ExportedProgram.run_decompositions(table)`` returns the program unchanged when
+    ``table`` is not empty and no ``call_function`` node's target is in it (``aten.sym_size.int`` aside).
+
+    ``to_edge_transform_and_lower`` runs a program through ``run_decompositions`` three times before lowering to
+    XNNPACK: once with an empty table (functionalization; never skipped here), once with the partitioner's
+    preserved ops left out of the table, and once more with the full table for preserved ops the partitioner
+    then rejected. When it rejected none, the third call re-exports the whole graph to change nothing (~50 s for
+    the full-size encoder). Counts are kept in ``skip_empty_decompositions.stats``.
+    """
+    from torch.export import ExportedProgram
+
+    original = ExportedProgram.run_decompositions
+    stats = skip_empty_decompositions.stats = {"skipped": 0, "run": 0}
+
+    def run_decompositions(self, decomp_table=None, *args, **kwargs):
+        if decomp_table and not any(
+                node.op == "call_function" and node.target in decomp_table
+                and str(node.target) not in _NOTHING_TO_DECOMPOSE for node in self.graph_module.graph.nodes):
+            stats["skipped"] += 1
+            return self
+        stats["run"] += 1
+        return original(self, decomp_table, *args, **kwargs)
+
+    ExportedProgram.run_decompositions = run_decompositions
+    try:
+        yield stats
+    finally:
+        ExportedProgram.run_decompositions = original
+
+
+skip_empty_decompositions.stats = {"skipped": 0, "run": 0}
+
+
+@contextmanager
+def faster_lowering():
+    """All the shortcuts of this module, for the span of one ``to_edge_transform_and_lower`` call."""
+    with skip_unchanged_retraces(), skip_empty_decompositions(), parallel_preprocess():
+        yield
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Partitions preprocessed side by side
+# --------------------------------------------------------------------------------------------------------------
+
+_jobs: list = []  # (backend class, edge program, compile specs), read by forked workers
+
+
+def _preprocess_job(index: int):
+    backend, program, specs = _jobs[index]
+    stats = skip_unchanged_retraces.stats
+    before = dict(stats)
+    result = backend.preprocess(program, specs)
+    return result, {key: stats[key] - before.get(key, 0) for key in stats}  # the child's counts, for the parent
+
+
+def _single_threaded_worker():
+    torch.set_num_threads(1)  # a forked child must not enter the parent's OpenMP pool
+
+
+@contextmanager
+def parallel_preprocess(workers: int | None = None):
+    """Within this context, XNNPACK preprocesses the partitions of all methods in ``workers`` forked processes
+    (default: the CPUs this process may use), instead of one after the other.
+
+    Each partition's preprocess reads only its own edge program and returns bytes (the XNNPACK flatbuffer and the
+    weights it names), so the order of work cannot change the result; results are put back in the partition
+    order executorch expects. Without ``fork`` (Windows, macOS spawn-only setups) or with fewer than two
+    partitions or workers it runs as shipped.
+    """
+    import multiprocessing
+
+    from executorch.backends.xnnpack.xnnpack_preprocess import XnnpackBackend
+
+    if workers is None:
+        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    original = XnnpackBackend.__dict__.get("preprocess_multimethod")
+
+    def preprocess_multimethod(cls, edge_programs, compile_specs):
+        order = [(name, i) for name, programs in edge_programs.items() for i in range(len(programs))]
+        if workers < 2 or len(order) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+            return super(XnnpackBackend, cls).preprocess_multimethod(edge_programs, compile_specs)
+        _jobs[:] = [(cls, edge_programs[name][i], compile_specs[name][i]) for name, i in order]
+        try:
+            with multiprocessing.get_context("fork").Pool(min(workers, len(order)),
+                                                          initializer=_single_threaded_worker) as pool:
+                results = pool.map(_preprocess_job, range(len(order)), chunksize=1)
+        finally:
+            _jobs.clear()
+        out: dict = {name: [] for name in edge_programs}
+        for (name, _), (result, counts) in zip(order, results):
+            out[name].append(result)
+            for key, value in counts.items():
+                skip_unchanged_retraces.stats[key] += value
+        return out
+
+    XnnpackBackend.preprocess_multimethod = classmethod(preprocess_multimethod)
+    try:
+        yield
+    finally:
+        if original is None:
+            del XnnpackBackend.preprocess_multimethod
+        else:
+            XnnpackBackend.preprocess_multimethod = original
