@@ -44,7 +44,27 @@ def run_export(model: str, recipe: str, out_dir: Path, log: Path) -> dict:
         rc = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT)
     wall = time.perf_counter() - t0
     rss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # max over children so far: run one per process
-    return {"rc": rc, "export_s": round(wall, 1), "export_peak_rss_gb": round(rss_kb / 2**20, 2)}
+    # parakeet-export prints "[stage ...] done in X s" per stage (load, quantize, export, lower, to_executorch, ...).
+    stages = {name: float(s) for name, s in re.findall(r"^\[(\w+)[^\]]*\] done in ([0-9.]+) s", log.read_text(), re.M)}
+    return {"rc": rc, "export_s": round(wall, 1), "export_peak_rss_gb": round(rss_kb / 2**20, 2), "stages_s": stages}
+
+
+def host() -> str:
+    """CPU model, the SIMD extensions that decide XNNPACK's kernels, cores and memory."""
+    import platform
+
+    cpu, flags = platform.processor() or platform.machine(), set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name") and cpu in ("", platform.machine()):
+                cpu = line.split(":", 1)[1].strip()
+            elif line.startswith("flags") and not flags:
+                flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    isa = [f for f in ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8") if f in flags]
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return f"{cpu}, {os.cpu_count()} cores ({', '.join(isa) or 'no AVX2'}), {mem:.1f} GiB"
 
 
 def pte_summary(pte: Path) -> dict:
@@ -54,7 +74,7 @@ def pte_summary(pte: Path) -> dict:
     return pte_instruction_counts(pte.read_bytes())
 
 
-def encoder_rtfx(pte: Path, seconds_list=(10.0, 60.0), repeats: int = 3) -> dict:
+def encoder_rtfx(pte: Path, seconds_list=(10.0, 60.0), repeats: int = 5) -> dict:
     import numpy as np
     import torch
 
@@ -75,9 +95,11 @@ def encoder_rtfx(pte: Path, seconds_list=(10.0, 60.0), repeats: int = 3) -> dict
             t0 = time.perf_counter()
             model.encoder(features, frames)
             times.append(time.perf_counter() - t0)
-        best = statistics.median(times)
-        result[f"encoder_s_{seconds:g}s"] = round(best, 3)
-        result[f"encoder_rtfx_{seconds:g}s"] = round(seconds / best, 2)
+        median = statistics.median(times)
+        result[f"encoder_s_{seconds:g}s"] = round(median, 3)
+        result[f"encoder_rtfx_{seconds:g}s"] = round(seconds / median, 2)
+        # On a shared VM the median moves with other tenants' load; the fastest run shows what the code can do.
+        result[f"encoder_rtfx_best_{seconds:g}s"] = round(seconds / min(times), 2)
     return result
 
 
@@ -107,7 +129,7 @@ def etdump_profile(pte: Path, seconds: float, out: Path, runs: int = 3) -> dict 
         module = _load_for_executorch(str(pte), enable_etdump=True, debug_buffer_size=0)
         for _ in range(1 + runs):
             module.run_method("encoder", (features, torch.tensor([frames], dtype=torch.int64)))
-        etdump = out / f"encoder_{seconds:g}s.etdp"
+        etdump = out / f"encoder_{pte.parent.name}_{seconds:g}s.etdp"
         module.write_etdump_result_to_file(str(etdump))
         inspector = Inspector(etdump_path=str(etdump))
         execute_ms, delegates, portable_ms, backend_ops = None, [], 0.0, {}
@@ -140,10 +162,17 @@ def etdump_profile(pte: Path, seconds: float, out: Path, runs: int = 3) -> dict 
 
 def markdown(rows: list[dict]) -> str:
     cols = ["recipe", "export_s", "export_peak_rss_gb", "encoder_delegates", "encoder_kernel_calls", "pte_mb",
-            "encoder_rtfx_10s", "encoder_rtfx_60s"]
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+            "encoder_rtfx_10s", "encoder_rtfx_60s", "encoder_rtfx_best_10s", "encoder_rtfx_best_60s"]
+    lines = [f"Host: {host()}.", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         lines.append("| " + " | ".join(str(r.get(c, "")) for c in cols) + " |")
+    stage_rows = [r for r in rows if r.get("stages_s")]
+    if stage_rows:
+        names = list(dict.fromkeys(n for r in stage_rows for n in r["stages_s"]))
+        lines += ["", "Export stages (s), as `parakeet-export` prints them:", "",
+                  "| recipe | " + " | ".join(names) + " |", "|" + "---|" * (len(names) + 1)]
+        for r in stage_rows:
+            lines.append(f"| {r['recipe']} | " + " | ".join(str(r["stages_s"].get(n, "")) for n in names) + " |")
     for r in rows:
         e = r.get("etdump")
         if not e:

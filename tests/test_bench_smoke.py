@@ -66,8 +66,11 @@ def test_bench_export_tiny(tmp_path):
     assert row["rc"] == 0 and row["export_s"] > 0 and row["export_peak_rss_gb"] > 0, row
     assert 1 <= row["encoder_delegates"] <= 4, row  # the figure test_xnnpack_partitions holds the tiny encoder to
     assert row["encoder_rtfx_10s"] > 0 and row["encoder_rtfx_60s"] > 0, row
+    assert row["encoder_rtfx_best_10s"] >= row["encoder_rtfx_10s"], row
+    assert {"load", "export", "lower", "to_executorch", "serialize"} <= set(row["stages_s"]), row
     e = row["etdump"]
     assert "error" not in e, e
     assert e["delegate_calls"] == row["encoder_delegates"], e
     assert 0 < e["delegate_ms"] + e["portable_ops_ms"] <= e["execute_ms"] * 1.05, e
     assert "ETDump of the encoder" in (out / "results.md").read_text()
+    assert "Host: " in (out / "results.md").read_text()

@@ -89,3 +89,26 @@ def test_fingerprint_sees_edits_and_swapped_constants():
         if node.op == "call_function":
             node.target = torch.sub
     assert graph_fingerprint(gm) != swapped
+
+
+def _die(index):
+    import os
+
+    os._exit(3)  # as a worker killed for memory would vanish
+
+
+def test_a_dead_preprocess_worker_fails_the_export(monkeypatch):
+    """A worker that dies must fail the lowering at once (BrokenProcessPool), not leave it waiting."""
+    import sys
+    from concurrent.futures.process import BrokenProcessPool
+
+    from executorch.backends.xnnpack.xnnpack_preprocess import XnnpackBackend
+
+    from parakeet_executorch.export import lowering_speedups
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("parallel preprocess is Linux-only; elsewhere partitions run one after the other")
+    monkeypatch.setattr(lowering_speedups, "_preprocess_job", _die)
+    with lowering_speedups.parallel_preprocess(workers=2):
+        with pytest.raises(BrokenProcessPool):
+            XnnpackBackend.preprocess_multimethod({"encoder": [None, None]}, {"encoder": [[], []]})

@@ -1,6 +1,7 @@
 """``parakeet-export`` (and ``examples/parakeet/export_parakeet_tdt.py``): NeMo TDT checkpoint -> one ExecuTorch .pte.
 
-Stages, each printed with its wall time: check arguments and host, load, quantize, export, lower, serialize.
+Stages, each printed with its wall time: check arguments and host, load, quantize, export, lower, to_executorch,
+serialize.
 ``DIR/model.pte`` is written atomically (a temporary file renamed into place), so a failure leaves no partial file.
 """
 
@@ -102,6 +103,7 @@ def run_export(args: argparse.Namespace) -> Path:
             edge = to_edge_transform_and_lower(
                 programs, partitioner=parts, constant_methods=meta.constant_methods(),
                 compile_config=EdgeCompileConfig(_check_ir_validity=False))
+    with _stage("to_executorch (memory planning, emit)"):
         program = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=True))
     with _stage("serialize"):
         pte = out_dir / "model.pte"

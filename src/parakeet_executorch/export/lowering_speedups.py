@@ -238,10 +238,16 @@ def parallel_preprocess(workers: int | None = None):
 
     Each partition's preprocess reads only its own edge program and returns bytes (the XNNPACK flatbuffer and the
     weights it names), so the order of work cannot change the result; results are put back in the partition
-    order executorch expects. Without ``fork`` (Windows, macOS spawn-only setups) or with fewer than two
-    partitions or workers it runs as shipped.
+    order executorch expects. Linux only: elsewhere (macOS forbids forking a process that has started
+    Objective-C or Metal), with one CPU, or with fewer than two partitions, it runs as shipped.
+
+    Raises:
+        concurrent.futures.process.BrokenProcessPool: a worker died (for example killed for memory); the export
+            fails rather than waiting for a partition that will never come.
     """
     import multiprocessing
+    import sys
+    from concurrent.futures import ProcessPoolExecutor
 
     from executorch.backends.xnnpack.xnnpack_preprocess import XnnpackBackend
 
@@ -251,13 +257,13 @@ def parallel_preprocess(workers: int | None = None):
 
     def preprocess_multimethod(cls, edge_programs, compile_specs):
         order = [(name, i) for name, programs in edge_programs.items() for i in range(len(programs))]
-        if workers < 2 or len(order) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        if workers < 2 or len(order) < 2 or not sys.platform.startswith("linux"):
             return super(XnnpackBackend, cls).preprocess_multimethod(edge_programs, compile_specs)
         _jobs[:] = [(cls, edge_programs[name][i], compile_specs[name][i]) for name, i in order]
         try:
-            with multiprocessing.get_context("fork").Pool(min(workers, len(order)),
-                                                          initializer=_single_threaded_worker) as pool:
-                results = pool.map(_preprocess_job, range(len(order)), chunksize=1)
+            with ProcessPoolExecutor(min(workers, len(order)), mp_context=multiprocessing.get_context("fork"),
+                                     initializer=_single_threaded_worker) as pool:
+                results = list(pool.map(_preprocess_job, range(len(order))))
         finally:
             _jobs.clear()
         out: dict = {name: [] for name in edge_programs}

@@ -132,6 +132,9 @@ def quantize_part(root: torch.nn.Module, prefixes: list[str], recipe: str, group
                   strict: bool, multi_row: bool) -> PartReport:
     """Quantize the ``nn.Linear`` layers under ``prefixes`` of ``root`` in place with a recipe.
 
+    With any recipe but ``none``, the conformer's 1x1 pointwise convolutions are first turned into linears
+    (``pointwise.convert_pointwise_convs``) so that they are quantized too.
+
     Args:
         root: the NeMo model.
         prefixes: module names making up the part (e.g. ``["encoder", "joint.enc"]``).
@@ -140,12 +143,15 @@ def quantize_part(root: torch.nn.Module, prefixes: list[str], recipe: str, group
         RecipeError: with ``strict``, when any layer would be left in float.
     """
     report = PartReport(recipe, group_size)
+    if recipe != "none":
+        from .pointwise import convert_pointwise_convs
+
+        convert_pointwise_convs(root, lambda name: _in_part(name, prefixes))  # 1x1 convs as linears: see pointwise.py
     modules = dict(root.named_modules())
     linears = {name: m for name, m in modules.items() if isinstance(m, torch.nn.Linear) and _in_part(name, prefixes)}
     report.linear_layers = len(linears)
     report.weight_bytes_before = sum(_nbytes(m.weight) for m in linears.values())
-    report.not_covered = sorted(f"{name} ({type(m).__name__}: no recipe quantizes it)" for name, m in modules.items()
-                                if isinstance(m, torch.nn.LSTM) and _in_part(name, prefixes))
+    report.not_covered = _not_covered(modules, prefixes)
     if recipe == "none":
         report.weight_bytes_after = report.weight_bytes_before
         return report
@@ -165,6 +171,27 @@ def quantize_part(root: torch.nn.Module, prefixes: list[str], recipe: str, group
     modules = dict(root.named_modules())
     report.weight_bytes_after = sum(_nbytes(modules[name].weight) for name in linears)
     return report
+
+
+def _not_covered(modules: dict, prefixes: list[str]) -> list[str]:
+    """Layers with weights that no recipe quantizes (LSTMs, convolutions), one line per layer type.
+
+    What remains after ``pointwise.convert_pointwise_convs`` is small (the depthwise and subsampling convolutions),
+    but the report names it so that no one reads "quantized N of N linear layers" as "every weight is 4-bit".
+    """
+    groups: dict[str, list[tuple[str, torch.nn.Module]]] = {}
+    for name, m in modules.items():
+        if isinstance(m, (torch.nn.LSTM, torch.nn.Conv1d, torch.nn.Conv2d)) and _in_part(name, prefixes):
+            groups.setdefault(type(m).__name__, []).append((name, m))
+    lines = []
+    for kind, layers in sorted(groups.items()):
+        if len(layers) == 1:
+            lines.append(f"{layers[0][0]} ({kind}: no recipe quantizes it)")
+            continue
+        mb = sum(_nbytes(p) for _, m in layers for p in m.parameters()) / 1e6
+        lines.append(f"{len(layers)} {kind} layers, e.g. {layers[0][0]} ({mb:.2f} MB of weights): no recipe "
+                     f"quantizes {kind}")
+    return lines
 
 
 def _in_part(name: str, prefixes: list[str]) -> bool:

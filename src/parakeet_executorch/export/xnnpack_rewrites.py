@@ -32,6 +32,9 @@ Two levels, both numerically equivalent to NeMo (same maths, at most a different
        ``glu(x, dim=1)`` decomposes into two channel slices of a tensor with a run-time length, which XNNPACK's
        static slice rejects; each output channel of a 1x1 conv depends only on its own weight row, so the halves
        compute the same values. ``masked_fill(pad, 0)`` -> ``x * keep`` as above (exact for finite x).
+       In a quantized model the pointwise convolutions are already linears (``pointwise.py``, value and gate
+       halves); they then run as linears on the [B, T, C] input, with the transpose only around the depthwise
+       convolution.
 
 2. Graph level, :func:`rewrite_views` (on the ATen-level ExportedProgram, before ``to_edge``):
 
@@ -50,6 +53,8 @@ from contextlib import contextmanager
 
 import torch
 import torch.nn.functional as F
+
+from .pointwise import GluInputLinear, PointwiseLinear
 
 # ---------------------------------------------------------------------------------------------------------------
 # Module level
@@ -128,18 +133,24 @@ def _make_conv_forward(masks: _MaskCache, original):
     def forward(self, x, pad_mask=None, cache=None):
         if cache is not None or self.pointwise_activation != "glu_" or self.norm_type == "layer_norm":
             return original(x, pad_mask=pad_mask, cache=cache)
-        x = x.transpose(1, 2)
-        a = F.conv1d(x, self._xnn_pw1_w_a, self._xnn_pw1_b_a)
-        g = F.conv1d(x, self._xnn_pw1_w_g, self._xnn_pw1_b_g)
-        x = a * torch.sigmoid(g)
+        pw1, pw2 = self.pointwise_conv1, self.pointwise_conv2
+        if isinstance(pw1, GluInputLinear):  # a quantized model (pointwise.py): linears on [B, T, C], no transposes
+            x = F.linear(x, pw1.value.weight, pw1.value.bias) * torch.sigmoid(
+                F.linear(x, pw1.gate.weight, pw1.gate.bias))
+            x = x.transpose(1, 2)
+        else:
+            x = x.transpose(1, 2)
+            x = F.conv1d(x, self._xnn_pw1_w_a, self._xnn_pw1_b_a) * torch.sigmoid(
+                F.conv1d(x, self._xnn_pw1_w_g, self._xnn_pw1_b_g))
         if pad_mask is not None:
             keep, _ = masks.keep_and_fill(pad_mask, x.dtype)  # [1, T] broadcasts as [1, 1, T]
             x = x * keep
         x = self.depthwise_conv(x)
         x = self.batch_norm(x)
         x = self.activation(x)
-        x = self.pointwise_conv2(x)
-        return x.transpose(1, 2)
+        if isinstance(pw2, PointwiseLinear):
+            return F.linear(x.transpose(1, 2), pw2.weight, pw2.bias)
+        return pw2(x).transpose(1, 2)
 
     return forward
 
@@ -170,6 +181,8 @@ def xnnpack_friendly_encoder(encoder: torch.nn.Module):
                 mod.forward = types.MethodType(_layer_norm_forward, mod)
             elif type(mod) is RelPositionMultiHeadAttention and not getattr(mod, "use_pytorch_sdpa", False):
                 mod.forward = types.MethodType(_make_attention_forward(masks, mod.forward), mod)
+            elif isinstance(mod, ConformerConvolution) and isinstance(mod.pointwise_conv1, GluInputLinear):
+                mod.forward = types.MethodType(_make_conv_forward(masks, mod.forward), mod)
             elif isinstance(mod, ConformerConvolution):
                 conv = mod.pointwise_conv1
                 half = conv.out_channels // 2

@@ -1,0 +1,55 @@
+"""The conformer's 1x1 pointwise convolutions as linears (export/pointwise.py): same function, and quantized."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+
+def _features(model, audio):
+    with torch.no_grad():
+        signal = torch.from_numpy(audio)[None]
+        return model.preprocessor(input_signal=signal, length=torch.tensor([signal.shape[1]]))
+
+
+@pytest.fixture()
+def fresh_model(tiny_nemo):
+    from parakeet_executorch.export.load import load_nemo_model
+
+    return load_nemo_model(str(tiny_nemo))  # converted in place: not the session's shared model
+
+
+def test_converted_encoder_computes_the_same_function(fresh_model, jfk_audio):
+    from parakeet_executorch.export.methods import EncoderMethod
+    from parakeet_executorch.export.pointwise import GluInputLinear, PointwiseLinear, convert_pointwise_convs
+    from parakeet_executorch.export.xnnpack_rewrites import xnnpack_friendly_encoder
+
+    features, length = _features(fresh_model, jfk_audio)
+    padded = torch.nn.functional.pad(features, (0, 57))  # padded frames exercise the conv module's mask
+    enc = EncoderMethod(fresh_model.encoder, fresh_model.joint).eval()
+    with torch.no_grad():
+        refs = [enc(f, length)[0] for f in (features, padded)]
+    names = convert_pointwise_convs(fresh_model, lambda name: name.startswith("encoder"))
+    layers = len(fresh_model.encoder.layers)
+    assert len(names) == 3 * layers, names
+    conv = fresh_model.encoder.layers[0].conv
+    assert isinstance(conv.pointwise_conv1, GluInputLinear) and isinstance(conv.pointwise_conv2, PointwiseLinear)
+    with torch.no_grad():
+        for f, ref in zip((features, padded), refs):
+            assert (enc(f, length)[0] - ref).abs().max().item() < 1e-5
+            with xnnpack_friendly_encoder(fresh_model.encoder):  # the XNNPACK path takes the linears directly
+                assert (enc(f, length)[0] - ref).abs().max().item() < 1e-5
+
+
+@pytest.mark.parametrize("recipe", ["8da4w", "fpa4w"])
+def test_recipes_quantize_the_pointwise_convolutions(fresh_model, recipe):
+    from parakeet_executorch.export.recipes import quantize_model
+
+    before = fresh_model.encoder.layers[0].conv.pointwise_conv2.weight.detach().clone()
+    report = quantize_model(fresh_model, recipe, "none")["parts"]["encoder"]
+    conv = fresh_model.encoder.layers[0].conv
+    assert type(conv.pointwise_conv2.weight) is not torch.nn.Parameter or \
+        type(conv.pointwise_conv2.weight.data) is not torch.Tensor, "pointwise_conv2 was not quantized"
+    assert conv.pointwise_conv2.weight.shape == before.shape[:2]
+    assert report["quantized"] == report["linear_layers"]
+    assert not any("pointwise" in line for line in report["not_covered"]), report["not_covered"]
