@@ -41,7 +41,7 @@ def test_converted_encoder_computes_the_same_function(fresh_model, jfk_audio):
                 assert (enc(f, length)[0] - ref).abs().max().item() < 1e-5
 
 
-@pytest.mark.parametrize("recipe", ["8da4w", "fpa4w"])
+@pytest.mark.parametrize("recipe", ["8w", "fpa4w"])
 def test_recipes_quantize_the_pointwise_convolutions(fresh_model, recipe):
     from parakeet_executorch.export.recipes import quantize_model
 
@@ -53,3 +53,11 @@ def test_recipes_quantize_the_pointwise_convolutions(fresh_model, recipe):
     assert conv.pointwise_conv2.weight.shape == before.shape[:2]
     assert report["quantized"] == report["linear_layers"]
     assert not any("pointwise" in line for line in report["not_covered"]), report["not_covered"]
+
+
+def test_8da_recipes_leave_the_pointwise_convolutions_float_and_say_so(fresh_model):
+    from parakeet_executorch.export.recipes import quantize_model
+
+    report = quantize_model(fresh_model, "8da8w", "none")["parts"]["encoder"]
+    assert type(fresh_model.encoder.layers[0].conv.pointwise_conv2) is torch.nn.Conv1d
+    assert any("pointwise_conv1" in line and "Conv1d" in line for line in report["not_covered"]), report
