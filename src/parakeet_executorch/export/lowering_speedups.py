@@ -165,53 +165,6 @@ def faster_lowering():
         yield
 
 
-# aten.sym_size.int is in the default table but a size read has nothing to decompose into: it is how a symbolic
-# dimension appears in the graph, and a re-export keeps it.
-_NOTHING_TO_DECOMPOSE = ("aten.sym_size.int",)
-
-
-@contextmanager
-def skip_empty_decompositions():
-    """Within this context, ``ExportedProgram.run_decompositions(table)`` returns the program unchanged when
-    ``table`` is not empty and no ``call_function`` node's target is in it (``aten.sym_size.int`` aside).
-
-    ``to_edge_transform_and_lower`` runs a program through ``run_decompositions`` three times before lowering to
-    XNNPACK: once with an empty table (functionalization; never skipped here), once with the partitioner's
-    preserved ops left out of the table, and once more with the full table for preserved ops the partitioner
-    then rejected. When it rejected none, the third call re-exports the whole graph to change nothing (~50 s for
-    the full-size encoder). Counts are kept in ``skip_empty_decompositions.stats``.
-    """
-    from torch.export import ExportedProgram
-
-    original = ExportedProgram.run_decompositions
-    stats = skip_empty_decompositions.stats = {"skipped": 0, "run": 0}
-
-    def run_decompositions(self, decomp_table=None, *args, **kwargs):
-        if decomp_table and not any(
-                node.op == "call_function" and node.target in decomp_table
-                and str(node.target) not in _NOTHING_TO_DECOMPOSE for node in self.graph_module.graph.nodes):
-            stats["skipped"] += 1
-            return self
-        stats["run"] += 1
-        return original(self, decomp_table, *args, **kwargs)
-
-    ExportedProgram.run_decompositions = run_decompositions
-    try:
-        yield stats
-    finally:
-        ExportedProgram.run_decompositions = original
-
-
-skip_empty_decompositions.stats = {"skipped": 0, "run": 0}
-
-
-@contextmanager
-def faster_lowering():
-    """All the shortcuts of this module, for the span of one ``to_edge_transform_and_lower`` call."""
-    with skip_unchanged_retraces(), skip_empty_decompositions(), parallel_preprocess():
-        yield
-
-
 # --------------------------------------------------------------------------------------------------------------
 # Partitions preprocessed side by side
 # --------------------------------------------------------------------------------------------------------------
