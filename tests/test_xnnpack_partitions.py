@@ -14,6 +14,7 @@ import torch
 # before it). Before: 70 delegates, 181 non-delegated ops.
 MAX_ENCODER_DELEGATES = 4
 MAX_ENCODER_NON_DELEGATED_OPS = 116
+MAX_ENCODER_SLICES = 7
 
 
 @pytest.fixture(scope="session")
@@ -61,6 +62,7 @@ def test_encoder_lowers_into_few_delegates(lowered_encoder):
     print(summary)
     assert summary["delegates"] <= MAX_ENCODER_DELEGATES, summary
     assert summary["non_delegated_ops"] <= MAX_ENCODER_NON_DELEGATED_OPS, summary
+    assert summary["outside"]["aten.slice_copy.Tensor"] <= MAX_ENCODER_SLICES, summary
     # The ops XNNPACK used to be denied must all be inside delegates now.
     for op in ("aten.native_layer_norm.default", "aten.where.self", "aten.scalar_tensor.default",
                "aten.bmm.default", "aten.mm.default", "aten.convolution.default", "aten.linear.default"):
@@ -127,3 +129,100 @@ def test_export_command_lowers_the_encoder_into_few_delegates(exported_xnnpack):
     counts = pte_instruction_counts((exported_xnnpack / "model.pte").read_bytes())
     assert 1 <= counts["encoder"]["delegates"] <= MAX_ENCODER_DELEGATES, counts
     assert counts["encoder"]["kernel_calls"] <= MAX_ENCODER_NON_DELEGATED_OPS, counts
+
+
+# --- linear_pos precomputed over the relative-position table -----------------------------------------------------
+
+
+@pytest.fixture
+def with_position_tables(monkeypatch):
+    """Precompute the positional tables whatever their size: on the tiny model (d_model 64, 1,503 table rows at
+    60 s) the default limit leaves linear_pos at run time; at v3's size (1,024) it is precomputed."""
+    from parakeet_executorch.export import xnnpack_rewrites
+
+    monkeypatch.setattr(xnnpack_rewrites, "POS_TABLE_MAX_RATIO", float("inf"))
+
+
+def test_position_table_is_left_out_when_larger_than_the_weight(nemo_model, tiny_meta):
+    from parakeet_executorch.export.program import export_methods
+
+    report: dict = {}
+    export_methods(nemo_model, tiny_meta, xnnpack_encoder=True, encoder_report=report)
+    assert report["positional_tables"] == 0
+    rows = nemo_model.encoder.pos_enc.pe.size(1)
+    assert f"{rows / 64:.2f} x linear_pos's weight" in report["positional_table_skipped"]
+
+
+def test_position_table_matches_linear_pos_eagerly(nemo_model, tiny_meta, jfk_audio, with_position_tables):
+    """Same outputs as NeMo (1e-5) with the table, also on padded input; a re-created ``pe`` (a longer input than
+    the table was made for) falls back to linear_pos instead of reading stale rows."""
+    from parakeet_executorch.export.methods import EncoderMethod
+    from parakeet_executorch.export.program import _fit_relative_positions
+    from parakeet_executorch.export.xnnpack_rewrites import xnnpack_friendly_encoder
+
+    encoder = nemo_model.encoder
+    features, length = _jfk_features(nemo_model, jfk_audio)
+    _fit_relative_positions(encoder, tiny_meta.max_audio_samples // tiny_meta.hop_length + 1)
+    enc = EncoderMethod(encoder, nemo_model.joint).eval()
+    report: dict = {}
+    padded = torch.nn.functional.pad(features, (0, 57))
+    with torch.no_grad():
+        refs = [enc(f, length)[0] for f in (features, padded)]
+        with xnnpack_friendly_encoder(encoder, report=report):
+            assert report["positional_tables"] == len(encoder.layers)
+            assert report["positional_table_mb"] > 0
+            outs = [enc(f, length)[0] for f in (features, padded)]
+            # A table made from this pe must not be used once pe is re-created for longer input.
+            encoder.pos_enc.create_pe(positions=torch.arange(3000, -3001, -1, dtype=torch.float32).unsqueeze(1),
+                                      dtype=encoder.pos_enc.pe.dtype)
+            layer_att = encoder.layers[0].self_attn
+            calls = []
+            handle = layer_att.linear_pos.register_forward_hook(lambda *a: calls.append(1))
+            stale = enc(features, length)[0]
+            handle.remove()
+    for ref, out in zip(refs, outs):
+        assert (ref - out).abs().max().item() < 1e-5
+    assert calls, "linear_pos was not called after pe was re-created"
+    assert (stale - refs[0]).abs().max().item() < 1e-5
+    assert not any("_xnn_pos_table" in dict(m.named_buffers(recurse=False)) for m in encoder.modules())
+
+
+def test_position_table_lowers_without_more_delegates_and_matches_nemo(nemo_model, tiny_meta, jfk_audio,
+                                                                        with_position_tables):
+    """The lowered encoder with tables: no linear_pos GEMM in the graph, no more delegates, and NeMo's numbers."""
+    import copy
+
+    from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge_transform_and_lower
+    from executorch.runtime import Runtime
+
+    from parakeet_executorch.export.backends import partitioners
+    from parakeet_executorch.export.methods import EncoderMethod
+    from parakeet_executorch.export.program import export_methods
+    from parakeet_executorch.export.xnnpack_rewrites import delegate_summary
+
+    report: dict = {}
+    program = export_methods(nemo_model, tiny_meta, xnnpack_encoder=True, encoder_report=report)["encoder"]
+    assert report["positional_tables"] == len(nemo_model.encoder.layers)
+    sig = program.graph_signature.inputs_to_parameters
+    used = {sig[n.name] for n in program.graph.nodes if n.op == "placeholder" and n.name in sig and n.users}
+    assert not {name for name in used if name.endswith("linear_pos.weight")}, "a linear_pos GEMM is still traced"
+    assert any(name.endswith("q.weight") for name in used)  # the check above can see weights
+    parts, programs = partitioners("xnnpack", {"encoder": copy.deepcopy(program)})
+    lowered = to_edge_transform_and_lower(programs, partitioner=parts,
+                                          compile_config=EdgeCompileConfig(_check_ir_validity=False))
+    summary = delegate_summary(lowered.exported_program("encoder").graph_module)
+    print(summary)
+    assert summary["delegates"] <= MAX_ENCODER_DELEGATES, summary
+    # Each layer slices its own table (a copy of 2T-1 rows, outside XNNPACK: the window has run-time bounds)
+    # instead of all sharing the one slice of pe.
+    extra = len(nemo_model.encoder.layers) - 1
+    assert summary["non_delegated_ops"] <= MAX_ENCODER_NON_DELEGATED_OPS + extra, summary
+    assert summary["outside"]["aten.slice_copy.Tensor"] <= MAX_ENCODER_SLICES + extra, summary
+
+    features, length = _jfk_features(nemo_model, jfk_audio)
+    with torch.no_grad():
+        ref, ref_len = EncoderMethod(nemo_model.encoder, nemo_model.joint).eval()(features, length)
+    buffer = lowered.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=True)).buffer
+    out, out_len = Runtime.get().load_program(buffer).load_method("encoder").execute([features.contiguous(), length])
+    assert int(out_len.item()) == int(ref_len.item())
+    assert (out - ref).abs().max().item() < 1e-4

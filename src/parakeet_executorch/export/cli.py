@@ -94,8 +94,16 @@ def run_export(args: argparse.Namespace) -> Path:
         report = {"parts": {part: {"recipe": "none"} for part in plan}}
     with _stage("export"):
         dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
+        rewrites: dict = {}
         programs = export_methods(model, meta, dtype=dtype, device="cuda" if args.backend == "cuda" else "cpu",
-                                  xnnpack_encoder=args.backend == "xnnpack")
+                                  xnnpack_encoder=args.backend == "xnnpack", encoder_report=rewrites)
+        if rewrites.get("positional_tables"):
+            print(f"  encoder: linear_pos precomputed over the relative-position table in "
+                  f"{rewrites['positional_tables']} layers ({rewrites['positional_table_mb']:.1f} MB of constants; "
+                  f"no positional GEMM at run time)")
+        elif rewrites.get("positional_table_skipped"):
+            print(f"  encoder: linear_pos runs at run time: {rewrites['positional_table_skipped']}")
+    report["encoder_rewrites"] = rewrites
     with _stage(f"lower ({args.backend})"):
         parts, programs = partitioners(args.backend, programs)
         # The shortcuts are checked (tests/test_lowering_speedups.py) to give a byte-identical .pte on XNNPACK.

@@ -26,7 +26,8 @@ def _cpu_only_preprocessor():
 
 
 def export_methods(nemo_model, meta: ModelMetadata, dtype: torch.dtype = torch.float32,
-                   device: str = "cpu", xnnpack_encoder: bool = False) -> dict[str, ExportedProgram]:
+                   device: str = "cpu", xnnpack_encoder: bool = False,
+                   encoder_report: dict | None = None) -> dict[str, ExportedProgram]:
     """Export ``preprocessor``, ``encoder``, ``decoder_step`` and ``joint`` (see ``methods.py`` for signatures).
 
     The preprocessor's input length is ``hop_length x k`` samples for k over the supported range; the encoder is
@@ -40,6 +41,8 @@ def export_methods(nemo_model, meta: ModelMetadata, dtype: torch.dtype = torch.f
         device: where the encoder, decoder and joint are traced ("cuda" for the CUDA backend).
         xnnpack_encoder: trace the encoder under ``xnnpack_rewrites.xnnpack_friendly_encoder`` (the same maths in
             ops XNNPACK takes, so that it lowers in a few large partitions; NeMo's modules are restored after).
+        encoder_report: with ``xnnpack_encoder``, receives what the rewrite precomputed (the ``report`` of
+            ``xnnpack_friendly_encoder``).
     """
     programs = {}
     hop = meta.hop_length
@@ -61,7 +64,8 @@ def export_methods(nemo_model, meta: ModelMetadata, dtype: torch.dtype = torch.f
         nemo_model.to(device=device, dtype=dtype)
     with torch.no_grad():
         enc = EncoderMethod(nemo_model.encoder, nemo_model.joint).eval()
-        with (xnnpack_friendly_encoder(nemo_model.encoder) if xnnpack_encoder else nullcontext()):
+        with (xnnpack_friendly_encoder(nemo_model.encoder, report=encoder_report) if xnnpack_encoder
+              else nullcontext()):
             programs["encoder"] = export(
                 enc, (features.to(device=device, dtype=dtype), feature_length.to(device)),
                 dynamic_shapes={"features": {2: Dim.AUTO}, "feature_length": {}}, strict=False)
