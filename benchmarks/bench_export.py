@@ -7,7 +7,7 @@ encoder RTFx at 10 s and 60 s (jfk.wav looped), as JSON + a markdown table in --
 
 Each export runs ``parakeet-export`` in a child process; its peak RSS is
 ``resource.getrusage(RUSAGE_CHILDREN).ru_maxrss`` taken after it exits, so the benchmark's own memory is not
-counted. Delegates and non-delegated ops are read from the .pte itself. With --etdump, the encoder is also run
+counted. Delegates and non-delegated ops are read from the .pte itself. With --etdump, the encoder is also run (10 s and 60 s)
 with ExecuTorch's event tracer and the time per delegate / op is summarised (executorch.devtools.Inspector).
 """
 
@@ -173,8 +173,7 @@ def markdown(rows: list[dict]) -> str:
                   "| recipe | " + " | ".join(names) + " |", "|" + "---|" * (len(names) + 1)]
         for r in stage_rows:
             lines.append(f"| {r['recipe']} | " + " | ".join(str(r["stages_s"].get(n, "")) for n in names) + " |")
-    for r in rows:
-        e = r.get("etdump")
+    for r, e in ((r, r.get(key)) for r in rows for key in ("etdump", "etdump_60s")):
         if not e:
             continue
         if "error" in e:
@@ -196,7 +195,7 @@ def main(argv=None) -> int:
     src.add_argument("--pte", help="time an existing .pte only")
     p.add_argument("--recipes", nargs="*", default=None, help="default: every recipe parakeet-export offers")
     p.add_argument("--out", required=True)
-    p.add_argument("--etdump", action="store_true", help="also profile the encoder with ETDump (10 s)")
+    p.add_argument("--etdump", action="store_true", help="also profile the encoder with ETDump (10 s and 60 s)")
     args = p.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -236,6 +235,7 @@ def main(argv=None) -> int:
         row.update(encoder_rtfx(pte))
         if args.etdump:
             row["etdump"] = etdump_profile(pte, 10.0, out)
+            row["etdump_60s"] = etdump_profile(pte, 60.0, out)
         (out / f"result-{recipe}.json").write_text(json.dumps(row, indent=1))
         rows.append(row)
     (out / "results.json").write_text(json.dumps(rows, indent=1))

@@ -72,5 +72,6 @@ def test_bench_export_tiny(tmp_path):
     assert "error" not in e, e
     assert e["delegate_calls"] == row["encoder_delegates"], e
     assert 0 < e["delegate_ms"] + e["portable_ops_ms"] <= e["execute_ms"] * 1.05, e
-    assert "ETDump of the encoder" in (out / "results.md").read_text()
+    assert row["etdump_60s"]["seconds"] == 60 and row["etdump_60s"]["execute_ms"] > e["execute_ms"], row
+    assert "ETDump of the encoder on 60 s" in (out / "results.md").read_text()
     assert "Host: " in (out / "results.md").read_text()

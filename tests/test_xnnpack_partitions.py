@@ -10,11 +10,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-# Reached with xnnpack_rewrites (tiny model: 2 layers; one delegate per layer, one for the subsampling, one
-# before it). Before: 70 delegates, 181 non-delegated ops.
-MAX_ENCODER_DELEGATES = 4
-MAX_ENCODER_NON_DELEGATED_OPS = 116
+# Reached with xnnpack_rewrites (tiny model: 2 layers; one delegate per layer, the first also holding the
+# subsampling, and one before it). Before: 70 delegates, 181 non-delegated ops; 4 and 116 before the subsampling's
+# masks were broadcast instead of expanded.
+MAX_ENCODER_DELEGATES = 3
+MAX_ENCODER_NON_DELEGATED_OPS = 103
 MAX_ENCODER_SLICES = 7
+MAX_ENCODER_EXPANDS = 1
 
 
 @pytest.fixture(scope="session")
@@ -63,6 +65,7 @@ def test_encoder_lowers_into_few_delegates(lowered_encoder):
     assert summary["delegates"] <= MAX_ENCODER_DELEGATES, summary
     assert summary["non_delegated_ops"] <= MAX_ENCODER_NON_DELEGATED_OPS, summary
     assert summary["outside"]["aten.slice_copy.Tensor"] <= MAX_ENCODER_SLICES, summary
+    assert summary["outside"].get("aten.expand_copy.default", 0) <= MAX_ENCODER_EXPANDS, summary
     # The ops XNNPACK used to be denied must all be inside delegates now.
     for op in ("aten.native_layer_norm.default", "aten.where.self", "aten.scalar_tensor.default",
                "aten.bmm.default", "aten.mm.default", "aten.convolution.default", "aten.linear.default"):
@@ -104,6 +107,24 @@ def test_module_rewrites_restore_nemo(nemo_model, jfk_audio):
     assert torch.equal(ref, after)
     assert set(dict(nemo_model.encoder.named_buffers())) == buffers
     assert not any("forward" in vars(m) for m in nemo_model.encoder.modules())
+
+
+def test_subsampling_with_broadcast_masks_is_bit_identical(nemo_model, jfk_audio):
+    """The subsampling's masked conv stack gives NeMo's exact numbers and lengths with broadcast masks, with
+    padding past the valid length (where the masks zero frames) and without."""
+    from parakeet_executorch.export.xnnpack_rewrites import xnnpack_friendly_encoder
+
+    pre_encode = nemo_model.encoder.pre_encode
+    features, length = _jfk_features(nemo_model, jfk_audio)
+    for feats in (features, torch.nn.functional.pad(features, (0, 93), value=3.0)):
+        x = feats.transpose(1, 2)  # [B, T, F], as ConformerEncoder hands it over
+        with torch.no_grad():
+            ref, ref_len = pre_encode.conv(x, length)
+            with xnnpack_friendly_encoder(nemo_model.encoder):
+                assert "forward" in vars(pre_encode.conv)
+                out, out_len = pre_encode.conv(x, length)
+        assert torch.equal(ref, out) and torch.equal(ref_len, out_len)
+    assert "forward" not in vars(pre_encode.conv)
 
 
 def test_lowered_encoder_matches_nemo(nemo_model, lowered_encoder, jfk_audio):

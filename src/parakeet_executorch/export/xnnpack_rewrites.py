@@ -45,6 +45,13 @@ Two levels, both numerically equivalent to NeMo (same maths, at most a different
        halves); they then run as linears on the [B, T, C] input, with the transpose only around the depthwise
        convolution.
 
+   ``MaskedConvSequential`` (the subsampling's masked conv stack) -> the time mask as a [B, 1, T, 1] float that
+       broadcasts, instead of NeMo's ``mask.unsqueeze(1).expand(B, C, T, F)`` before each layer.
+       XNNPACK takes no ``expand`` with a run-time size, so every mask was materialised by the portable
+       ``expand_copy`` (at v3's size and 60 s, 256 x 3000 x 64 floats, 196 MB, for one of them) and then read
+       again by the multiply: 18 ``expand_copy`` calls, 193 ms of a 6.75 s encoder. XNNPACK's multiply
+       broadcasts; ``x * 1.0`` and ``x * 0.0`` are the same numbers whether the mask was expanded or broadcast.
+
 2. Graph level, :func:`rewrite_views` (on the ATen-level ExportedProgram, before ``to_edge``):
 
    ``view``/``reshape``/non-trailing ``unsqueeze`` whose output has exactly one run-time size -> a ``view`` with
@@ -188,6 +195,33 @@ def _make_conv_forward(masks: _MaskCache, original):
     return forward
 
 
+def _time_keep(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """[B, 1, T, 1] in ``x``'s dtype: 1 for the first ``lengths[b]`` time steps of x [B, C, T, F], else 0."""
+    steps = torch.arange(x.size(2), device=x.device)
+    return (steps.unsqueeze(0) < lengths.unsqueeze(1)).to(x.dtype)[:, None, :, None]
+
+
+def _masked_conv_forward(self, x, lengths):
+    """NeMo's ``MaskedConvSequential.forward`` (subsampling.py) with broadcast masks: the input [B, T, F] gets a
+    channel axis, every layer sees its input with the frames past the valid length zeroed, the valid length follows
+    each strided layer by the convolution output-size formula, and the output is masked once more."""
+    from nemo.collections.asr.parts.submodules.subsampling import calculate_conv_output_size
+
+    x = x.unsqueeze(1)
+    valid = lengths.clone().float()
+    keep = _time_keep(x, valid.long())
+    for layer in self:
+        x = layer(x * keep)
+        if getattr(layer, "stride", (1, 1)) != (1, 1):
+            if hasattr(layer, "_left_padding"):  # NeMo's CausalConv2D
+                padding = (layer._left_padding, layer._right_padding)
+            else:
+                padding = layer.padding
+            valid = calculate_conv_output_size(valid, layer.kernel_size[0], layer.stride[0], padding)
+            keep = _time_keep(x, valid.long())
+    return x * keep, valid.long()
+
+
 POS_TABLE_MAX_RATIO = 2.0
 
 
@@ -222,6 +256,7 @@ def xnnpack_friendly_encoder(encoder: torch.nn.Module, pos_table_max_ratio: floa
             (their float bytes) and ``positional_table_skipped`` (the reason, when no layer got one)."""
     from nemo.collections.asr.parts.submodules.conformer_modules import ConformerConvolution
     from nemo.collections.asr.parts.submodules.multi_head_attention import RelPositionMultiHeadAttention
+    from nemo.collections.asr.parts.submodules.subsampling import MaskedConvSequential
 
     if pos_table_max_ratio is None:
         pos_table_max_ratio = POS_TABLE_MAX_RATIO
@@ -243,6 +278,8 @@ def xnnpack_friendly_encoder(encoder: torch.nn.Module, pos_table_max_ratio: floa
                 add_buffer(mod, "_xnn_avg_row", torch.full((1, d), 1.0 / d, dtype=ref.dtype, device=ref.device),
                            names)
                 mod.forward = types.MethodType(_layer_norm_forward, mod)
+            elif type(mod) is MaskedConvSequential:
+                mod.forward = types.MethodType(_masked_conv_forward, mod)
             elif type(mod) is RelPositionMultiHeadAttention and not getattr(mod, "use_pytorch_sdpa", False):
                 table, skipped = _position_table_for(encoder, mod, pos_table_max_ratio)
                 if table is not None:
