@@ -156,7 +156,7 @@ def quantize_part(root: torch.nn.Module, prefixes: list[str], recipe: str, group
     linears = {name: m for name, m in modules.items() if isinstance(m, torch.nn.Linear) and _in_part(name, prefixes)}
     report.linear_layers = len(linears)
     report.weight_bytes_before = sum(_nbytes(m.weight) for m in linears.values())
-    report.not_covered = _not_covered(modules, prefixes)
+    report.not_covered = _not_covered(modules, prefixes, recipe)
     if recipe == "none":
         report.weight_bytes_after = report.weight_bytes_before
         return report
@@ -178,24 +178,33 @@ def quantize_part(root: torch.nn.Module, prefixes: list[str], recipe: str, group
     return report
 
 
-def _not_covered(modules: dict, prefixes: list[str]) -> list[str]:
-    """Layers with weights that no recipe quantizes (LSTMs, convolutions), one line per layer type.
+def _not_covered(modules: dict, prefixes: list[str], recipe: str) -> list[str]:
+    """Layers with weights that ``recipe`` leaves float (LSTMs, convolutions), one line per kind of layer.
 
     What remains after ``pointwise.convert_pointwise_convs`` is small (the depthwise and subsampling convolutions),
     but the report names it so that no one reads "quantized N of N linear layers" as "every weight is 4-bit".
+    1x1 convolutions still present are named apart: the recipe could quantize them, it is a choice
+    (``POINTWISE_RECIPES``), not a missing kernel.
     """
     groups: dict[str, list[tuple[str, torch.nn.Module]]] = {}
     for name, m in modules.items():
         if isinstance(m, (torch.nn.LSTM, torch.nn.Conv1d, torch.nn.Conv2d)) and _in_part(name, prefixes):
-            groups.setdefault(type(m).__name__, []).append((name, m))
+            kind = type(m).__name__
+            if type(m) is torch.nn.Conv1d and m.kernel_size == (1,):
+                kind = "1x1 Conv1d"
+            groups.setdefault(kind, []).append((name, m))
     lines = []
     for kind, layers in sorted(groups.items()):
+        if kind == "1x1 Conv1d" and recipe != "none":
+            why = (f"{recipe} leaves 1x1 convolutions float; only {', '.join(POINTWISE_RECIPES)} turn them into "
+                   f"quantized linears (export/pointwise.py)")
+        else:
+            why = f"no recipe quantizes {kind}"
         if len(layers) == 1:
-            lines.append(f"{layers[0][0]} ({kind}: no recipe quantizes it)")
+            lines.append(f"{layers[0][0]} ({kind}: {why})")
             continue
         mb = sum(_nbytes(p) for _, m in layers for p in m.parameters()) / 1e6
-        lines.append(f"{len(layers)} {kind} layers, e.g. {layers[0][0]} ({mb:.2f} MB of weights): no recipe "
-                     f"quantizes {kind}")
+        lines.append(f"{len(layers)} {kind} layers, e.g. {layers[0][0]} ({mb:.2f} MB of weights): {why}")
     return lines
 
 
