@@ -7,8 +7,9 @@ encoder RTFx at 10 s and 60 s (jfk.wav looped), as JSON + a markdown table in --
 
 Each export runs ``parakeet-export`` in a child process; its peak RSS is
 ``resource.getrusage(RUSAGE_CHILDREN).ru_maxrss`` taken after it exits, so the benchmark's own memory is not
-counted. Delegates and non-delegated ops are read from the .pte itself. With --etdump, the encoder is also run (10 s and 60 s)
-with ExecuTorch's event tracer and the time per delegate / op is summarised (executorch.devtools.Inspector).
+counted. Delegates and non-delegated ops are read from the .pte itself. With --etdump, the encoder is also run
+at 10 s and 60 s with ExecuTorch's event tracer and the time per delegate / op is summarised
+(executorch.devtools.Inspector).
 """
 
 from __future__ import annotations

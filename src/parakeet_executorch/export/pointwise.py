@@ -42,7 +42,9 @@ class GluInputLinear(torch.nn.Module):
         return torch.cat([self.value(x), self.gate(x)], dim=1)
 
 
-def _is_pointwise(conv) -> bool:
+def is_pointwise(conv) -> bool:
+    """Whether ``conv`` is a plain 1x1 ``Conv1d`` (stride 1, no padding, dilation 1, one group): a linear over
+    channels, which ``convert_pointwise_convs`` can replace."""
     return (type(conv) is torch.nn.Conv1d and conv.kernel_size == (1,) and conv.stride == (1,)
             and conv.padding in ((0,), "valid") and conv.dilation == (1,) and conv.groups == 1)
 
@@ -69,12 +71,12 @@ def convert_pointwise_convs(root: torch.nn.Module, in_part) -> list[str]:
         if not isinstance(module, ConformerConvolution) or not in_part(name):
             continue
         pw1 = module.pointwise_conv1
-        if _is_pointwise(pw1) and module.pointwise_activation == "glu_" and pw1.out_channels % 2 == 0:
+        if is_pointwise(pw1) and module.pointwise_activation == "glu_" and pw1.out_channels % 2 == 0:
             half = pw1.out_channels // 2
             module.pointwise_conv1 = GluInputLinear(_linear_from(pw1, slice(0, half)),
                                                     _linear_from(pw1, slice(half, None)))
             converted += [f"{name}.pointwise_conv1.value", f"{name}.pointwise_conv1.gate"]
-        if _is_pointwise(module.pointwise_conv2):
+        if is_pointwise(module.pointwise_conv2):
             module.pointwise_conv2 = _linear_from(module.pointwise_conv2, slice(None))
             converted.append(f"{name}.pointwise_conv2")
     return converted

@@ -186,12 +186,12 @@ def _not_covered(modules: dict, prefixes: list[str], recipe: str) -> list[str]:
     1x1 convolutions still present are named apart: the recipe could quantize them, it is a choice
     (``POINTWISE_RECIPES``), not a missing kernel.
     """
+    from .pointwise import is_pointwise
+
     groups: dict[str, list[tuple[str, torch.nn.Module]]] = {}
     for name, m in modules.items():
         if isinstance(m, (torch.nn.LSTM, torch.nn.Conv1d, torch.nn.Conv2d)) and _in_part(name, prefixes):
-            kind = type(m).__name__
-            if type(m) is torch.nn.Conv1d and m.kernel_size == (1,):
-                kind = "1x1 Conv1d"
+            kind = "1x1 Conv1d" if is_pointwise(m) else type(m).__name__
             groups.setdefault(kind, []).append((name, m))
     lines = []
     for kind, layers in sorted(groups.items()):

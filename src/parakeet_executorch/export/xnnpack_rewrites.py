@@ -225,9 +225,8 @@ def _masked_conv_forward(self, x, lengths):
 POS_TABLE_MAX_RATIO = 2.0
 
 
-def _position_table_for(encoder, attention, max_ratio: float):
+def _position_table_for(pos_enc, attention, max_ratio: float):
     """The precomputed positional table for ``attention``, or None with the reason it is not worth one."""
-    pos_enc = getattr(encoder, "pos_enc", None)
     if pos_enc is None or type(pos_enc).__name__ != "RelPositionalEncoding" or pos_enc.training:
         return None, "the encoder has no RelPositionalEncoding in eval mode"
     weight = attention.linear_pos.weight
@@ -261,6 +260,7 @@ def xnnpack_friendly_encoder(encoder: torch.nn.Module, pos_table_max_ratio: floa
     if pos_table_max_ratio is None:
         pos_table_max_ratio = POS_TABLE_MAX_RATIO
     masks = _MaskCache()
+    pos_enc = getattr(encoder, "pos_enc", None)
     patched: list[tuple[torch.nn.Module, list[str]]] = []
     tables: list[torch.Tensor] = []
     skipped: str | None = None
@@ -281,12 +281,11 @@ def xnnpack_friendly_encoder(encoder: torch.nn.Module, pos_table_max_ratio: floa
             elif type(mod) is MaskedConvSequential:
                 mod.forward = types.MethodType(_masked_conv_forward, mod)
             elif type(mod) is RelPositionMultiHeadAttention and not getattr(mod, "use_pytorch_sdpa", False):
-                table, skipped = _position_table_for(encoder, mod, pos_table_max_ratio)
+                table, skipped = _position_table_for(pos_enc, mod, pos_table_max_ratio)
                 if table is not None:
                     tables.append(table)
                     add_buffer(mod, "_xnn_pos_table", table, names)
-                mod.forward = types.MethodType(
-                    _make_attention_forward(masks, mod.forward, getattr(encoder, "pos_enc", None)), mod)
+                mod.forward = types.MethodType(_make_attention_forward(masks, mod.forward, pos_enc), mod)
             elif isinstance(mod, ConformerConvolution) and isinstance(mod.pointwise_conv1, GluInputLinear):
                 mod.forward = types.MethodType(_make_conv_forward(masks, mod.forward), mod)
             elif isinstance(mod, ConformerConvolution):
