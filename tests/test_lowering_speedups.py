@@ -14,7 +14,7 @@ import torch
 from conftest import export_tiny
 
 
-@pytest.mark.parametrize("recipe", ["none", "8da4w"])
+@pytest.mark.parametrize("recipe", ["none", "8da4w", "8da8w"])
 def test_shortcuts_give_a_byte_identical_pte(recipe, tiny_nemo, export_root, tmp_path, monkeypatch):
     from parakeet_executorch.export import lowering_speedups
     from parakeet_executorch.export.cli import main as export_main
@@ -112,3 +112,93 @@ def test_a_dead_preprocess_worker_fails_the_export(monkeypatch):
     with lowering_speedups.parallel_preprocess(workers=2):
         with pytest.raises(BrokenProcessPool):
             XnnpackBackend.preprocess_multimethod({"encoder": [None, None]}, {"encoder": [[], []]})
+
+
+# torchao's affine ops as the 8da4w / 8da8w / weight-only recipes put them in a graph: (op, args builder)
+def _affine_calls(x, w):
+    """``x``: activations [rows, 64] float32 (fake, maybe symbolic rows); ``w``: int8 weight [16, 64]."""
+    q = torch.ops.torchao
+    calls = []
+    for mapping, dtype, lo, hi, block, keep in (("ASYMMETRIC", torch.int8, -128, 127, [1, 64], False),
+                                                 ("SYMMETRIC", torch.int8, -8, 7, [1, 32], False),
+                                                 ("SYMMETRIC", torch.int8, -127, 127, [1, 64], True),
+                                                 ("ASYMMETRIC", torch.uint8, 0, 15, [1, 32], True)):
+        for scale_dtype, zp_dtype in ((torch.float32, torch.int8), (torch.bfloat16, None), (None, None)):
+            calls.append((q.choose_qparams_affine.default,
+                          (x, mapping, block, dtype, lo, hi, 1e-7, scale_dtype, zp_dtype, keep)))
+    rows_scale, rows_zp = q.choose_qparams_affine.default(x, "ASYMMETRIC", [1, 64], torch.int8, -128, 127, 1e-7,
+                                                          torch.float32, torch.int8)
+    calls.append((q.quantize_affine.default, (x, [1, 64], rows_scale, rows_zp, torch.int8, -128, 127)))
+    calls.append((q.quantize_affine.default, (x, [1, 64], rows_scale, rows_zp, torch.uint4, 0, 15)))
+    xq = q.quantize_affine.default(x, [1, 64], rows_scale, rows_zp, torch.int8, -128, 127)
+    calls.append((q.dequantize_affine.default, (xq, [1, 64], rows_scale, rows_zp, torch.int8, -128, 127)))
+    group_scale = torch.ones(16, 2, dtype=torch.bfloat16)
+    for out in (torch.float32, torch.bfloat16):
+        calls.append((q.dequantize_affine.default,
+                      (w, [1, 32], group_scale, torch.zeros(16, 2, dtype=torch.int8), torch.int8, -8, 7, out)))
+        calls.append((q.dequantize_affine.default, (w, [1, 32], group_scale, None, torch.int8, -8, 7, out)))
+    return calls
+
+
+def _metadata(out):
+    outs = out if isinstance(out, tuple) else (out,)
+    return [(tuple(str(d) for d in t.shape), tuple(str(d) for d in t.stride()), t.dtype, t.device) for t in outs]
+
+
+@pytest.mark.parametrize("symbolic", [True, False])
+def test_affine_metadata_matches_torchao(symbolic):
+    """Every argument pattern the recipes use: the shortcut's output shapes (also symbolic ones), strides and
+    dtypes equal those of torchao's own arithmetic on the same fake tensors."""
+    import torchao.quantization  # noqa: F401  (registers the torchao ops)
+    from torch._dynamo.source import ConstantSource
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    from parakeet_executorch.export.lowering_speedups import fast_affine_metadata
+
+    shape_env = ShapeEnv()
+    rows = shape_env.create_symintnode(shape_env.create_symbol(40, ConstantSource("rows")), hint=40) \
+        if symbolic else 40
+    with FakeTensorMode(shape_env=shape_env):
+        x = torch.empty(rows, 64)
+        w = torch.empty(16, 64, dtype=torch.int8)
+        calls = _affine_calls(x, w)
+        expected = [_metadata(op(*args)) for op, args in calls]
+        with fast_affine_metadata() as stats:
+            got = [_metadata(op(*args)) for op, args in calls]
+    assert got == expected
+    assert stats == {"metadata": len(calls), "computed": 0}
+
+
+def test_affine_ops_keep_their_arithmetic_outside_metadata_replays():
+    """Real tensors get torchao's numbers, a trace records torchao's decomposition (not an empty tensor), and
+    leaving the context restores torchao's kernels."""
+    import torchao.quantization  # noqa: F401
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from parakeet_executorch.export.lowering_speedups import fast_affine_metadata
+
+    x = torch.randn(5, 64)
+    w = torch.randint(-8, 8, (16, 64), dtype=torch.int8)
+
+    def compute(x, w):
+        return [op(*args) for op, args in _affine_calls(x, w)]
+
+    def flat(outs):
+        return [t for out in outs for t in (out if isinstance(out, tuple) else (out,))]
+
+    reference = flat(compute(x, w))
+    traced = make_fx(compute, tracing_mode="fake")(x, w).graph
+    with fast_affine_metadata() as stats:
+        assert all(torch.equal(a, b) for a, b in zip(flat(compute(x, w)), reference))
+        traced_inside = make_fx(compute, tracing_mode="fake")(x, w).graph
+    assert stats["metadata"] == 0 and stats["computed"] > 0
+    targets = [str(n.target) for n in traced_inside.nodes]
+    assert targets == [str(n.target) for n in traced.nodes]
+    assert not any("empty" in t for t in targets)
+    with FakeTensorMode():
+        fake_x = torch.empty(5, 64)
+        torch.ops.torchao.dequantize_affine.default(fake_x.to(torch.int8), [1, 64], torch.ones(5), None,
+                                                    torch.int8, -128, 127)
+    assert stats["metadata"] == 0  # torchao's arithmetic again
