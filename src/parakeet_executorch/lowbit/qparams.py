@@ -96,9 +96,38 @@ def choose_qparams_min_max(weight: torch.Tensor, bitwidth: int, group_size: int,
     return _finish(wg, (gmax - gmin) / qmax, gmin, bitwidth, dtype)
 
 
-def _shrink_lp(x: torch.Tensor, beta: float, p: float) -> torch.Tensor:
-    # Generalised soft-thresholding: proximal operator of |x|^p (p < 1).
-    return torch.sign(x) * torch.relu(x.abs() - (1.0 / beta) * x.abs().clamp_min(1e-8).pow(p - 1))
+def _shrink_lp_(x: torch.Tensor, abs_x: torch.Tensor, scratch: torch.Tensor, beta: float, p: float) -> torch.Tensor:
+    # Generalised soft-thresholding, the proximal operator of |x|^p (p < 1):
+    #   sign(x) * relu(|x| - (1 / beta) * max(|x|, 1e-8) ** (p - 1)),
+    # written into abs_x (which holds |x| on entry); scratch is overwritten.
+    torch.clamp_min(abs_x, 1e-8, out=scratch).pow_(p - 1).mul_(1.0 / beta)
+    abs_x.sub_(scratch).relu_()
+    return abs_x.mul_(torch.sign(x, out=scratch))
+
+
+def _hqq_best_zero(wg, inv_s, zero, qmax, iters, p, beta, kappa):
+    """HQQ's zero-point iterations for grouped weights ``wg`` [rows, groups, group_size] (see choose_qparams_hqq);
+    returns the best zero [rows, groups, 1].
+
+    The iteration is the textbook one (see the comments) computed in four preallocated buffers: the same ops in
+    the same order, so the same bits, without allocating ~20 weight-sized tensors per iteration.
+    """
+    best_zero = zero.clone()
+    best_err = torch.full_like(zero, float("inf"))
+    wq, wr, d, a = (torch.empty_like(wg) for _ in range(4))
+    for _ in range(iters):
+        torch.mul(wg, inv_s, out=wq).add_(zero).round_().clamp_(0, qmax)  # wq = round(w * inv_s + zero), clamped
+        torch.sub(wq, zero, out=wr).div_(inv_s)  # wr = (wq - zero) / inv_s
+        torch.sub(wg, wr, out=d)  # d = w - wr
+        err = torch.abs(d, out=a).mean(dim=-1, keepdim=True)  # a = |d|
+        better = err < best_err
+        best_err = torch.where(better, err, best_err)
+        best_zero = torch.where(better, zero, best_zero)
+        we = _shrink_lp_(d, a, wr, beta, p)  # we = shrink_lp(d), in a
+        torch.sub(wg, we, out=d).mul_(inv_s)
+        zero = torch.sub(wq, d, out=d).mean(dim=-1, keepdim=True)  # zero = mean(wq - (w - we) * inv_s)
+        beta *= kappa
+    return best_zero
 
 
 def choose_qparams_hqq(weight: torch.Tensor, bitwidth: int, group_size: int,
@@ -130,18 +159,7 @@ def choose_qparams_hqq(weight: torch.Tensor, bitwidth: int, group_size: int,
     gmax = wg.amax(dim=-1, keepdim=True)
     inv_s = (qmax / (gmax - gmin)).clamp(max=2e4)  # multiplier: q = w * inv_s + zero
     zero = -gmin * inv_s
-    best_zero = zero.clone()
-    best_err = torch.full_like(zero, float("inf"))
-    for _ in range(iters):
-        wq = torch.round(wg * inv_s + zero).clamp_(0, qmax)
-        wr = (wq - zero) / inv_s
-        err = (wg - wr).abs().mean(dim=-1, keepdim=True)
-        better = err < best_err
-        best_err = torch.where(better, err, best_err)
-        best_zero = torch.where(better, zero, best_zero)
-        we = _shrink_lp(wg - wr, beta, p)
-        zero = torch.mean(wq - (wg - we) * inv_s, dim=-1, keepdim=True)
-        beta *= kappa
+    best_zero = _hqq_best_zero(wg, inv_s, zero, qmax, iters, p, beta, kappa)
     scale = (1.0 / inv_s).squeeze(-1)
     return _finish(wg, scale, (-best_zero / inv_s).squeeze(-1), bitwidth, dtype)
 
