@@ -181,8 +181,13 @@ def test_layer_with_k_not_divisible_by_group_size_is_skipped_and_strict_fails(ti
 
     from parakeet_executorch.export.load import load_nemo_model
 
-    # Group size 256 divides only the tiny model's K = 256 and 512 linears; the K = 64 ones must be reported.
+    from parakeet_executorch.export.pointwise import convert_pointwise_convs
+
+    # Group size 256 divides only the tiny model's K = 256 and 512 linears; the K = 64 ones must be reported,
+    # the 1x1 convolutions 8da4w turns into linears included.
     model = load_nemo_model(str(tiny_nemo))
+    assert "8da4w" in POINTWISE_RECIPES
+    convert_pointwise_convs(model, lambda name: name.startswith("encoder."))
     expected_skips = {name for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)
                       and (name.startswith("encoder.") or name == "joint.enc") and m.in_features % 256}
     report = quantize_model(model, "8da4w", "8da4w", group_size=256)

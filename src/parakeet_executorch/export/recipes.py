@@ -34,11 +34,11 @@ COMPATIBLE_BACKENDS: dict[str, tuple[str, ...]] = {
 RECIPES = tuple(COMPATIBLE_BACKENDS)
 DEFAULT_GROUP_SIZE = {"fpa4w": 32, "4w": 32, "8da4w": 32, "8w": 0, "8da8w": 0, "none": 0}  # 0 = per channel
 EMBEDDING_RECIPES = ("none", "4w", "8w")
-# Recipes that also quantize the conformer's 1x1 pointwise convolutions (as linears, see pointwise.py). Not 8da4w /
-# 8da8w yet: with them, the trained demo model's 8da8w .pte still agreed with its eager model on >= 99.5 % of the
-# joint argmaxes but its transcript differed by one token of ~100 (int8 activations rounding differently in
-# XNNPACK and PyTorch), which the recipe tests do not accept.
-POINTWISE_RECIPES = ("fpa4w", "4w", "8w")
+# Recipes that also quantize the conformer's 1x1 pointwise convolutions (as linears, see pointwise.py). Not 8da8w
+# yet: with it, the trained demo model's 8da8w .pte still agreed with its eager model on >= 99.5 % of the joint
+# argmaxes but its transcript differed by one token of ~100 (int8 activations rounding differently in XNNPACK and
+# PyTorch), which the recipe tests do not accept.
+POINTWISE_RECIPES = ("fpa4w", "4w", "8w", "8da4w")
 _WHY_NOT = {
     ("8w", "xnnpack"): "executorch 1.5.1 lowers weight-only int8 to XNNPACK with wrong numerics; "
                        "use --backend portable for 8w, or 8da8w for XNNPACK",
@@ -137,7 +137,7 @@ def quantize_part(root: torch.nn.Module, prefixes: list[str], recipe: str, group
                   strict: bool, multi_row: bool) -> PartReport:
     """Quantize the ``nn.Linear`` layers under ``prefixes`` of ``root`` in place with a recipe.
 
-    With a weight-only recipe (``POINTWISE_RECIPES``), the conformer's 1x1 pointwise convolutions are first turned
+    With a recipe of ``POINTWISE_RECIPES``, the conformer's 1x1 pointwise convolutions are first turned
     into linears (``pointwise.convert_pointwise_convs``) so that they are quantized too.
 
     Args:
