@@ -163,7 +163,6 @@ def test_spec_qparams_hqq_default_and_better():
         assert errs["hqq"] <= errs["min_max"] * 1.001, errs
 
 
-
 def _hqq_textbook(weight, bitwidth, group_size, dtype, iters=20, p=0.7, beta=10.0, kappa=1.01):
     """HQQ's zero-point solver written plainly, one new tensor per step (Badri & Shaji, 2023; the lp proximal
     step of its reference implementation), to check the buffered solver against."""

@@ -172,7 +172,7 @@ def test_affine_metadata_matches_torchao(symbolic):
 
 def test_affine_ops_keep_their_arithmetic_outside_metadata_replays():
     """Real tensors get torchao's numbers, a trace records torchao's decomposition (not an empty tensor), and
-    leaving the context restores torchao's kernels."""
+    after the context fake tensors get torchao's arithmetic again (the kernel stays installed, delegating)."""
     import torchao.quantization  # noqa: F401
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx

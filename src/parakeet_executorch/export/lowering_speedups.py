@@ -254,11 +254,12 @@ def _install_affine_kernels() -> None:
         original = decompositions[getattr(torch.ops.torchao, name).default]  # torchao's implementation
 
         def kernel(*args, _fast=fast, _original=original, **kwargs):
-            if _affine_depth and _metadata_only(args):
+            if not _affine_depth:
+                return _original(*args, **kwargs)
+            if _metadata_only(args):
                 fast_affine_metadata.stats["metadata"] += 1
                 return _fast(*args, **kwargs)
-            if _affine_depth:
-                fast_affine_metadata.stats["computed"] += 1
+            fast_affine_metadata.stats["computed"] += 1
             return _original(*args, **kwargs)
 
         with warnings.catch_warnings():
