@@ -107,7 +107,7 @@ def run_export(args: argparse.Namespace) -> Path:
     with _stage(f"lower ({args.backend})"):
         parts, programs = partitioners(args.backend, programs)
         # The shortcuts are checked (tests/test_lowering_speedups.py) to give a byte-identical .pte on XNNPACK.
-        with (faster_lowering() if args.backend == "xnnpack" else nullcontext()):
+        with (faster_lowering(programs, parts) if args.backend == "xnnpack" else nullcontext()):
             edge = to_edge_transform_and_lower(
                 programs, partitioner=parts, constant_methods=meta.constant_methods(),
                 compile_config=EdgeCompileConfig(_check_ir_validity=False))

@@ -4,6 +4,7 @@ Lowering the full-size encoder to XNNPACK took ~400 s, nearly all of it whole-gr
 with a symbolic time dimension (about 0.6 s per conformer layer per replay), on one core. ``faster_lowering``
 skips the replays that change nothing for a Parakeet encoder and spreads the per-partition work over the cores:
 
+* ``decompose_in_one_retrace``: functionalization and decomposition in one retrace instead of two.
 * ``skip_unchanged_retraces``: the metadata replay after an XNNPACK preprocess pass that edited nothing.
 * ``skip_empty_decompositions``: a ``run_decompositions`` call, after the graph is functional, whose table has
   nothing to decompose in the graph.
@@ -162,9 +163,63 @@ skip_empty_decompositions.stats = {"skipped": 0, "run": 0}
 
 
 @contextmanager
-def faster_lowering():
-    """All the shortcuts of this module, for the span of one ``to_edge_transform_and_lower`` call."""
-    with skip_unchanged_retraces(), skip_empty_decompositions(), fast_affine_metadata(), parallel_preprocess():
+def decompose_in_one_retrace(programs: dict | None = None, partitioners: dict | None = None):
+    """Within this context, functionalizing a program that will be lowered to XNNPACK also decomposes it.
+
+    ``to_edge_transform_and_lower`` retraces each program twice before partitioning: ``run_decompositions({})``
+    (functionalize only) so that it can ask the partitioner which ops to keep, then ``run_decompositions`` with
+    the core-ATen table less those ops. XNNPACK's answer does not depend on the graph (``XnnpackPartitioner``
+    reads it from its op configs), so here the first call already applies that table, on the training-IR
+    program, and the second finds nothing left and is skipped by ``skip_empty_decompositions``. One retrace of
+    the full-size encoder (~40 s) is saved; if the partitioner asks to keep other ops than expected, the second
+    call still runs, so the program is the same either way.
+
+    Args:
+        programs: method name -> the ``ExportedProgram`` about to be lowered (the objects passed to
+            ``to_edge_transform_and_lower``; matched by identity).
+        partitioners: method name -> list of partitioners, as passed to ``to_edge_transform_and_lower``. Only
+            methods whose one partitioner is an ``XnnpackPartitioner`` take the shortcut.
+
+    Counts are kept in ``decompose_in_one_retrace.stats`` (``{"merged": n}``).
+    """
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.exir.program._program import _default_decomposition_table
+    from torch.export import ExportedProgram
+
+    tables = {}
+    for name, program in (programs or {}).items():
+        parts = (partitioners or {}).get(name) or []
+        if len(parts) == 1 and isinstance(parts[0], XnnpackPartitioner):
+            table = _default_decomposition_table()
+            for op in parts[0].ops_to_not_decompose(program)[0]:
+                table.pop(op, None)
+            tables[id(program)] = (program, table)  # the program is kept so that its id cannot be reused
+    original = ExportedProgram.run_decompositions
+    stats = decompose_in_one_retrace.stats = {"merged": 0}
+
+    def run_decompositions(self, decomp_table=None, *args, **kwargs):
+        entry = tables.get(id(self))
+        if decomp_table == {} and entry is not None and entry[0] is self:
+            stats["merged"] += 1
+            return original(self, entry[1], *args, **kwargs)
+        return original(self, decomp_table, *args, **kwargs)
+
+    ExportedProgram.run_decompositions = run_decompositions
+    try:
+        yield stats
+    finally:
+        ExportedProgram.run_decompositions = original
+
+
+decompose_in_one_retrace.stats = {"merged": 0}
+
+
+@contextmanager
+def faster_lowering(programs: dict | None = None, partitioners: dict | None = None):
+    """All the shortcuts of this module, for the span of one ``to_edge_transform_and_lower(programs,
+    partitioner=partitioners)`` call (the two arguments let ``decompose_in_one_retrace`` find the programs)."""
+    with (decompose_in_one_retrace(programs, partitioners), skip_unchanged_retraces(),
+          skip_empty_decompositions(), fast_affine_metadata(), parallel_preprocess()):
         yield
 
 
