@@ -39,16 +39,21 @@ def test_shortcuts_are_taken_and_undone(nemo_model):
     from parakeet_executorch.export.backends import partitioners
     from parakeet_executorch.export.load import read_metadata
     from parakeet_executorch.export.lowering_speedups import (decompose_in_one_retrace, faster_lowering,
-                                                              skip_empty_decompositions, skip_unchanged_retraces)
+                                                              skip_empty_decompositions, skip_inert_edge_passes,
+                                                              skip_unchanged_retraces)
+    from executorch.exir.passes import SymToTensorPass
     from parakeet_executorch.export.program import export_methods
 
-    saved = (ExportPass.call, XNNPACKPassManager.transform, ExportedProgram.run_decompositions)
+    saved = (ExportPass.call, XNNPACKPassManager.transform, ExportedProgram.run_decompositions,
+             SymToTensorPass.call)
     encoder = export_methods(nemo_model, read_metadata(nemo_model, 0.1, 20.0), xnnpack_encoder=True)["encoder"]
     parts, programs = partitioners("xnnpack", {"encoder": encoder})
     with faster_lowering(programs, parts):
         to_edge_transform_and_lower(programs, partitioner=parts,
                                     compile_config=EdgeCompileConfig(_check_ir_validity=False))
-    assert (ExportPass.call, XNNPACKPassManager.transform, ExportedProgram.run_decompositions) == saved
+    assert (ExportPass.call, XNNPACKPassManager.transform, ExportedProgram.run_decompositions,
+            SymToTensorPass.call) == saved
+    assert skip_inert_edge_passes.stats["skipped"] >= 3, skip_inert_edge_passes.stats
     assert skip_unchanged_retraces.stats["skipped"] > 0, skip_unchanged_retraces.stats
     assert skip_unchanged_retraces.stats["replayed"] > 0, skip_unchanged_retraces.stats  # some passes do edit
     assert skip_empty_decompositions.stats["skipped"] > 0, skip_empty_decompositions.stats
@@ -204,3 +209,49 @@ def test_affine_ops_keep_their_arithmetic_outside_metadata_replays():
         torch.ops.torchao.dequantize_affine.default(fake_x.to(torch.int8), [1, 64], torch.ones(5), None,
                                                     torch.int8, -128, 127)
     assert stats["metadata"] == 0  # torchao's arithmetic again
+
+
+class _Transposes(torch.nn.Module):
+    def forward(self, x):
+        return x.t() + 1
+
+
+class _Views(torch.nn.Module):
+    def forward(self, x):
+        return x.unsqueeze(0).expand(3, -1, -1) + torch.ops.aten.alias(x)
+
+
+class _SizeAsTensor(torch.nn.Module):
+    def forward(self, x):
+        return x + x.shape[0]
+
+
+def _structure(graph_module):
+    """Every node's op, target and arguments, with nodes as positions (replays rename nodes)."""
+    position = {node: i for i, node in enumerate(graph_module.graph.nodes)}
+    return [(node.op, str(node.target), repr(torch.fx.node.map_arg((node.args, node.kwargs), position.get)))
+            for node in graph_module.graph.nodes]
+
+
+@pytest.mark.parametrize("module", [_Transposes, _Views, _SizeAsTensor])
+def test_edge_passes_are_skipped_only_when_they_have_nothing_to_rewrite(module):
+    """Each pass that skip_inert_edge_passes may skip runs on graphs with and without the ops it rewrites
+    (aten.t, view ops, a size used as a tensor): its predicate is true exactly when the pass changes the graph,
+    and the graph out of the pass is the same with and without the shortcut."""
+    import copy
+
+    from torch.export import Dim, export
+
+    from parakeet_executorch.export.lowering_speedups import _inert_pass_predicates, skip_inert_edge_passes
+
+    program = export(module(), (torch.randn(4, 5),), dynamic_shapes=({0: Dim("n", min=2, max=64)},),
+                     strict=False).run_decompositions({})
+    graph_module = program.graph_module
+    for pass_class, needs_replay in _inert_pass_predicates().items():
+        shipped = _structure(pass_class()(copy.deepcopy(graph_module)).graph_module)
+        with skip_inert_edge_passes() as stats:
+            shortcut = _structure(pass_class()(copy.deepcopy(graph_module)).graph_module)
+        assert shortcut == shipped, pass_class.__name__
+        changes = shipped != _structure(graph_module)
+        assert needs_replay(graph_module) == changes, pass_class.__name__
+        assert stats == ({"skipped": 0, "replayed": 1} if changes else {"skipped": 1, "replayed": 0})

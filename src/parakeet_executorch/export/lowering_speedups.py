@@ -5,6 +5,7 @@ with a symbolic time dimension (about 0.6 s per conformer layer per replay), on 
 skips the replays that change nothing for a Parakeet encoder and spreads the per-partition work over the cores:
 
 * ``decompose_in_one_retrace``: functionalization and decomposition in one retrace instead of two.
+* ``skip_inert_edge_passes``: the replays of Edge-dialect passes that have no op to rewrite.
 * ``skip_unchanged_retraces``: the metadata replay after an XNNPACK preprocess pass that edited nothing.
 * ``skip_empty_decompositions``: a ``run_decompositions`` call, after the graph is functional, whose table has
   nothing to decompose in the graph.
@@ -162,6 +163,107 @@ def skip_empty_decompositions():
 skip_empty_decompositions.stats = {"skipped": 0, "run": 0}
 
 
+# --------------------------------------------------------------------------------------------------------------
+# Edge-dialect passes with nothing to do
+# --------------------------------------------------------------------------------------------------------------
+#
+# Converting a program to the Edge dialect runs seven ExportPass subclasses, each a full replay of the program
+# through fake tensors (~10 s each for the full-size encoder). Three of them only rewrite ops of one kind, and a
+# Parakeet graph has none of that kind by then: the replay then rebuilds the same graph. Each predicate below says,
+# from the graph alone, whether the pass could change an op: it mirrors the condition in the pass's
+# ``call_operator`` (executorch 1.5.1, ``exir/passes/``).
+
+
+def _op_nodes(graph_module: torch.fx.GraphModule):
+    return [n for n in graph_module.graph.nodes
+            if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)]
+
+
+def _has_aten_t(graph_module) -> bool:  # NormalizeTransposePass: aten.t -> aten.t_copy
+    return any(n.target == torch.ops.aten.t.default for n in _op_nodes(graph_module))
+
+
+def _has_view_op(graph_module) -> bool:  # ReplaceBrokenOpsWithFunctionalOpsPass: view ops -> their _copy
+    return any(n.target.is_view for n in _op_nodes(graph_module))
+
+
+def _has_symbolic_tensor_argument(graph_module) -> bool:
+    """SymToTensorPass: a SymInt/SymFloat/SymBool passed where the schema takes a Tensor."""
+    from executorch.exir.pass_base import map_args
+
+    found = False
+
+    def check(value, argument):
+        nonlocal found
+        if (isinstance(value, torch.fx.Node) and isinstance(argument.type, torch.TensorType)
+                and type(value.meta.get("val")) in (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            found = True
+        return value
+
+    for node in _op_nodes(graph_module):
+        map_args(node.target, check, tuple(node.args), dict(node.kwargs))
+        if found:
+            return True
+    return False
+
+
+def _replays_only_op_overloads(graph_module) -> bool:
+    """True when the replay would only visit plain ops (no submodules, no higher-order ops such as cond or map,
+    whose bodies the replay would enter), so that a predicate over the top-level nodes sees every op."""
+    for node in graph_module.graph.nodes:
+        if node.op == "call_module":
+            return False
+        if node.op == "call_function" and isinstance(node.target, torch._ops.HigherOrderOperator):
+            return False
+    return True
+
+
+def _inert_pass_predicates() -> dict:
+    from executorch.exir.passes import (NormalizeTransposePass, ReplaceBrokenOpsWithFunctionalOpsPass,
+                                        SymToTensorPass)
+
+    return {NormalizeTransposePass: _has_aten_t,
+            ReplaceBrokenOpsWithFunctionalOpsPass: _has_view_op,
+            SymToTensorPass: _has_symbolic_tensor_argument}
+
+
+@contextmanager
+def skip_inert_edge_passes():
+    """Within this context, ``NormalizeTransposePass``, ``ReplaceBrokenOpsWithFunctionalOpsPass`` and
+    ``SymToTensorPass`` return the graph as it is when it holds no op they would rewrite (see the predicates
+    above), instead of replaying it to rebuild the same graph. A graph with submodules or higher-order ops is
+    always replayed. Counts are kept in ``skip_inert_edge_passes.stats`` (``{"skipped": n, "replayed": m}``).
+    Restores executorch's classes on exit, also on error.
+    """
+    from executorch.exir.pass_base import PassResult
+
+    stats = skip_inert_edge_passes.stats = {"skipped": 0, "replayed": 0}
+    originals = {}
+    for pass_class, needs_replay in _inert_pass_predicates().items():
+        originals[pass_class] = own = pass_class.__dict__.get("call")
+
+        def call(self, graph_module, _needs_replay=needs_replay, _class=pass_class, _own=own):
+            if _replays_only_op_overloads(graph_module) and not _needs_replay(graph_module):
+                stats["skipped"] += 1
+                return PassResult(graph_module, False)
+            stats["replayed"] += 1
+            # Looked up at call time, so that another shortcut wrapping ExportPass.call still applies.
+            return _own(self, graph_module) if _own is not None else super(_class, self).call(graph_module)
+
+        pass_class.call = call
+    try:
+        yield stats
+    finally:
+        for pass_class, original in originals.items():
+            if original is None:
+                del pass_class.call
+            else:
+                pass_class.call = original
+
+
+skip_inert_edge_passes.stats = {"skipped": 0, "replayed": 0}
+
+
 @contextmanager
 def decompose_in_one_retrace(programs: dict | None = None, partitioners: dict | None = None):
     """Within this context, functionalizing a program that will be lowered to XNNPACK also decomposes it.
@@ -218,7 +320,7 @@ decompose_in_one_retrace.stats = {"merged": 0}
 def faster_lowering(programs: dict | None = None, partitioners: dict | None = None):
     """All the shortcuts of this module, for the span of one ``to_edge_transform_and_lower(programs,
     partitioner=partitioners)`` call (the two arguments let ``decompose_in_one_retrace`` find the programs)."""
-    with (decompose_in_one_retrace(programs, partitioners), skip_unchanged_retraces(),
+    with (decompose_in_one_retrace(programs, partitioners), skip_inert_edge_passes(), skip_unchanged_retraces(),
           skip_empty_decompositions(), fast_affine_metadata(), parallel_preprocess()):
         yield
 
