@@ -23,6 +23,7 @@ def test_shortcuts_give_a_byte_identical_pte(recipe, tiny_nemo, export_root, tmp
     fast = export_tiny(tiny_nemo, export_root, "xnnpack", *extra)  # with the shortcuts, as parakeet-export runs
 
     monkeypatch.setattr(lowering_speedups, "faster_lowering", lambda *args: nullcontext())
+    monkeypatch.setattr(lowering_speedups, "faster_emit", nullcontext)
     assert export_main(["--model", str(tiny_nemo), "--backend", "xnnpack", "--output-dir", str(tmp_path),
                         *extra]) == 0
     assert (fast / "model.pte").read_bytes() == (tmp_path / "model.pte").read_bytes()
@@ -39,7 +40,7 @@ def test_shortcuts_are_taken_and_undone(nemo_model):
     from parakeet_executorch.export.backends import partitioners
     from parakeet_executorch.export.load import read_metadata
     from parakeet_executorch.export.lowering_speedups import (decompose_in_one_retrace, faster_lowering,
-                                                              skip_empty_decompositions, skip_inert_edge_passes,
+                                                              skip_empty_decompositions, skip_inert_passes,
                                                               skip_unchanged_retraces)
     from executorch.exir.passes import SymToTensorPass
     from parakeet_executorch.export.program import export_methods
@@ -53,7 +54,7 @@ def test_shortcuts_are_taken_and_undone(nemo_model):
                                     compile_config=EdgeCompileConfig(_check_ir_validity=False))
     assert (ExportPass.call, XNNPACKPassManager.transform, ExportedProgram.run_decompositions,
             SymToTensorPass.call) == saved
-    assert skip_inert_edge_passes.stats["skipped"] >= 3, skip_inert_edge_passes.stats
+    assert skip_inert_passes.stats["skipped"] >= 3, skip_inert_passes.stats
     assert skip_unchanged_retraces.stats["skipped"] > 0, skip_unchanged_retraces.stats
     assert skip_unchanged_retraces.stats["replayed"] > 0, skip_unchanged_retraces.stats  # some passes do edit
     assert skip_empty_decompositions.stats["skipped"] > 0, skip_empty_decompositions.stats
@@ -226,6 +227,16 @@ class _SizeAsTensor(torch.nn.Module):
         return x + x.shape[0]
 
 
+class _Constants(torch.nn.Module):
+    def forward(self, x):
+        return x + torch.ones(5) * 2
+
+
+class _Casts(torch.nn.Module):
+    def forward(self, x):
+        return x.to(torch.float64).sum()
+
+
 def _structure(graph_module):
     """Every node's op, target and arguments, with nodes as positions (replays rename nodes)."""
     position = {node: i for i, node in enumerate(graph_module.graph.nodes)}
@@ -233,25 +244,34 @@ def _structure(graph_module):
             for node in graph_module.graph.nodes]
 
 
-@pytest.mark.parametrize("module", [_Transposes, _Views, _SizeAsTensor])
-def test_edge_passes_are_skipped_only_when_they_have_nothing_to_rewrite(module):
-    """Each pass that skip_inert_edge_passes may skip runs on graphs with and without the ops it rewrites
-    (aten.t, view ops, a size used as a tensor): its predicate is true exactly when the pass changes the graph,
-    and the graph out of the pass is the same with and without the shortcut."""
+def test_passes_are_skipped_only_when_they_have_nothing_to_rewrite():
+    """Each pass that skip_inert_passes may skip runs on small graphs, ATen and Edge, with and without the ops it
+    rewrites (aten.t, view ops, a size used as a tensor, dim-order ops, an op on constants only): its predicate
+    is true exactly when the pass changes the graph, each predicate is true somewhere, and the graph out of the
+    pass is the same with and without the shortcut."""
     import copy
 
+    from executorch.exir import EdgeCompileConfig, to_edge
     from torch.export import Dim, export
 
-    from parakeet_executorch.export.lowering_speedups import _inert_pass_predicates, skip_inert_edge_passes
+    from parakeet_executorch.export.lowering_speedups import _inert_pass_predicates, skip_inert_passes
 
-    program = export(module(), (torch.randn(4, 5),), dynamic_shapes=({0: Dim("n", min=2, max=64)},),
-                     strict=False).run_decompositions({})
-    graph_module = program.graph_module
-    for pass_class, needs_replay in _inert_pass_predicates().items():
-        shipped = _structure(pass_class()(copy.deepcopy(graph_module)).graph_module)
-        with skip_inert_edge_passes() as stats:
-            shortcut = _structure(pass_class()(copy.deepcopy(graph_module)).graph_module)
-        assert shortcut == shipped, pass_class.__name__
-        changes = shipped != _structure(graph_module)
-        assert needs_replay(graph_module) == changes, pass_class.__name__
-        assert stats == ({"skipped": 0, "replayed": 1} if changes else {"skipped": 1, "replayed": 0})
+    fired = set()
+    for module in (_Transposes, _Views, _SizeAsTensor, _Constants, _Casts):
+        program = export(module(), (torch.randn(4, 5),), dynamic_shapes=({0: Dim("n", min=2, max=64)},),
+                         strict=False)
+        aten = program.run_decompositions({}).graph_module
+        edge = to_edge(program, compile_config=EdgeCompileConfig(_check_ir_validity=False))
+        for graph_module in (aten, edge.exported_program().graph_module):
+            for pass_class, needs_replay in _inert_pass_predicates().items():
+                case = f"{module.__name__}, {pass_class.__name__}"
+                shipped = _structure(pass_class()(copy.deepcopy(graph_module)).graph_module)
+                with skip_inert_passes() as stats:
+                    shortcut = _structure(pass_class()(copy.deepcopy(graph_module)).graph_module)
+                assert shortcut == shipped, case
+                changes = shipped != _structure(graph_module)
+                assert needs_replay(graph_module) == changes, case
+                assert stats == ({"skipped": 0, "replayed": 1} if changes else {"skipped": 1, "replayed": 0})
+                if changes:
+                    fired.add(pass_class)
+    assert fired == set(_inert_pass_predicates()), fired

@@ -66,7 +66,7 @@ def run_export(args: argparse.Namespace) -> Path:
     from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge_transform_and_lower
 
     from .backends import check_host, partitioners
-    from .lowering_speedups import faster_lowering
+    from .lowering_speedups import faster_emit, faster_lowering
     from .load import load_nemo_model, read_metadata
     from .program import export_methods
     from .recipes import check_embedding_recipe, check_recipe
@@ -112,7 +112,8 @@ def run_export(args: argparse.Namespace) -> Path:
                 programs, partitioner=parts, constant_methods=meta.constant_methods(),
                 compile_config=EdgeCompileConfig(_check_ir_validity=False))
     with _stage("to_executorch (memory planning, emit)"):
-        program = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=True))
+        with (faster_emit() if args.backend == "xnnpack" else nullcontext()):
+            program = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=True))
     with _stage("serialize"):
         pte = out_dir / "model.pte"
         _write_atomically(pte, program.buffer)

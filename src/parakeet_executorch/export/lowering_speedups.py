@@ -5,13 +5,14 @@ with a symbolic time dimension (about 0.6 s per conformer layer per replay), on 
 skips the replays that change nothing for a Parakeet encoder and spreads the per-partition work over the cores:
 
 * ``decompose_in_one_retrace``: functionalization and decomposition in one retrace instead of two.
-* ``skip_inert_edge_passes``: the replays of Edge-dialect passes that have no op to rewrite.
+* ``skip_inert_passes``: the replays of passes that have no op to rewrite (Edge conversion and XNNPACK).
 * ``skip_unchanged_retraces``: the metadata replay after an XNNPACK preprocess pass that edited nothing.
 * ``skip_empty_decompositions``: a ``run_decompositions`` call, after the graph is functional, whose table has
   nothing to decompose in the graph.
 * ``parallel_preprocess``: XNNPACK's preprocess of the partitions in forked worker processes.
 * ``fast_affine_metadata``: the output shapes and dtypes of torchao's quantize / dequantize / choose-qparams ops
-  during those replays, without running the ops' arithmetic on fake tensors.
+  during those replays, without running the ops' arithmetic on fake tensors (also in ``to_executorch``:
+  ``faster_emit``).
 
 Tests lower the same program with and without these shortcuts and require byte-identical .pte files.
 
@@ -164,19 +165,22 @@ skip_empty_decompositions.stats = {"skipped": 0, "run": 0}
 
 
 # --------------------------------------------------------------------------------------------------------------
-# Edge-dialect passes with nothing to do
+# Passes with nothing to rewrite
 # --------------------------------------------------------------------------------------------------------------
 #
-# Converting a program to the Edge dialect runs seven ExportPass subclasses, each a full replay of the program
-# through fake tensors (~10 s each for the full-size encoder). Three of them only rewrite ops of one kind, and a
-# Parakeet graph has none of that kind by then: the replay then rebuilds the same graph. Each predicate below says,
-# from the graph alone, whether the pass could change an op: it mirrors the condition in the pass's
-# ``call_operator`` (executorch 1.5.1, ``exir/passes/``).
+# Some ExportPass subclasses only rewrite ops of one kind, during a full replay of the graph through fake tensors
+# (~10 s per pass for the full-size encoder). Three run while converting to the Edge dialect, two more in every
+# XNNPACK partition's preprocess; a Parakeet graph has no op of their kind by then, and the replay rebuilds the
+# same graph. Each predicate below says, from the graph alone, whether the pass could change an op: it mirrors
+# the condition in the pass's ``call_operator`` (executorch 1.5.1, ``exir/passes/``).
 
 
 def _op_nodes(graph_module: torch.fx.GraphModule):
-    return [n for n in graph_module.graph.nodes
-            if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)]
+    """The nodes a replay hands to ``call_operator``: calls of ATen/custom ops and of Edge ops."""
+    from executorch.exir.dialects.edge._ops import EdgeOpOverload
+
+    kinds = (torch._ops.OpOverload, torch._ops.OpOverloadPacket, EdgeOpOverload)
+    return [n for n in graph_module.graph.nodes if n.op == "call_function" and isinstance(n.target, kinds)]
 
 
 def _has_aten_t(graph_module) -> bool:  # NormalizeTransposePass: aten.t -> aten.t_copy
@@ -184,7 +188,7 @@ def _has_aten_t(graph_module) -> bool:  # NormalizeTransposePass: aten.t -> aten
 
 
 def _has_view_op(graph_module) -> bool:  # ReplaceBrokenOpsWithFunctionalOpsPass: view ops -> their _copy
-    return any(n.target.is_view for n in _op_nodes(graph_module))
+    return any(getattr(n.target, "is_view", True) for n in _op_nodes(graph_module))
 
 
 def _has_symbolic_tensor_argument(graph_module) -> bool:
@@ -207,6 +211,23 @@ def _has_symbolic_tensor_argument(graph_module) -> bool:
     return False
 
 
+def _has_dim_order_op(graph_module) -> bool:  # DimOrderOpsRevertPass: dim-order ops -> memory-format ops
+    from executorch.exir.passes.dim_order_ops_registry import MemoryFormatOpsMap
+
+    return any(n.target in MemoryFormatOpsMap for n in _op_nodes(graph_module))
+
+
+def _has_constant_op(graph_module) -> bool:
+    """ConstPropPass folds an op whose arguments are all constants during the replay: Python values, or tensors
+    a ``get_attr`` reads (the replay hands those over as real tensors; any other node is a fake value)."""
+    for node in _op_nodes(graph_module):
+        inputs = []
+        torch.fx.node.map_arg((node.args, node.kwargs), inputs.append)
+        if all(n.op == "get_attr" for n in inputs):
+            return True
+    return False
+
+
 def _replays_only_op_overloads(graph_module) -> bool:
     """True when the replay would only visit plain ops (no submodules, no higher-order ops such as cond or map,
     whose bodies the replay would enter), so that a predicate over the top-level nodes sees every op."""
@@ -221,23 +242,28 @@ def _replays_only_op_overloads(graph_module) -> bool:
 def _inert_pass_predicates() -> dict:
     from executorch.exir.passes import (NormalizeTransposePass, ReplaceBrokenOpsWithFunctionalOpsPass,
                                         SymToTensorPass)
+    from executorch.exir.passes.const_prop_pass import ConstPropPass
+    from executorch.exir.passes.memory_format_ops_pass import DimOrderOpsRevertPass
 
     return {NormalizeTransposePass: _has_aten_t,
             ReplaceBrokenOpsWithFunctionalOpsPass: _has_view_op,
-            SymToTensorPass: _has_symbolic_tensor_argument}
+            SymToTensorPass: _has_symbolic_tensor_argument,
+            DimOrderOpsRevertPass: _has_dim_order_op,
+            ConstPropPass: _has_constant_op}
 
 
 @contextmanager
-def skip_inert_edge_passes():
-    """Within this context, ``NormalizeTransposePass``, ``ReplaceBrokenOpsWithFunctionalOpsPass`` and
-    ``SymToTensorPass`` return the graph as it is when it holds no op they would rewrite (see the predicates
-    above), instead of replaying it to rebuild the same graph. A graph with submodules or higher-order ops is
-    always replayed. Counts are kept in ``skip_inert_edge_passes.stats`` (``{"skipped": n, "replayed": m}``).
-    Restores executorch's classes on exit, also on error.
+def skip_inert_passes():
+    """Within this context, the passes of ``_inert_pass_predicates`` (``NormalizeTransposePass``,
+    ``ReplaceBrokenOpsWithFunctionalOpsPass``, ``SymToTensorPass``, ``DimOrderOpsRevertPass``, ``ConstPropPass``)
+    return the graph as it is when it holds no op they would rewrite, instead of replaying it to rebuild the same
+    graph. A graph with submodules or higher-order ops is always replayed. Counts are kept in
+    ``skip_inert_passes.stats`` (``{"skipped": n, "replayed": m}``). Restores executorch's classes on exit, also
+    on error.
     """
     from executorch.exir.pass_base import PassResult
 
-    stats = skip_inert_edge_passes.stats = {"skipped": 0, "replayed": 0}
+    stats = skip_inert_passes.stats = {"skipped": 0, "replayed": 0}
     originals = {}
     for pass_class, needs_replay in _inert_pass_predicates().items():
         originals[pass_class] = own = pass_class.__dict__.get("call")
@@ -261,7 +287,7 @@ def skip_inert_edge_passes():
                 pass_class.call = original
 
 
-skip_inert_edge_passes.stats = {"skipped": 0, "replayed": 0}
+skip_inert_passes.stats = {"skipped": 0, "replayed": 0}
 
 
 @contextmanager
@@ -320,8 +346,17 @@ decompose_in_one_retrace.stats = {"merged": 0}
 def faster_lowering(programs: dict | None = None, partitioners: dict | None = None):
     """All the shortcuts of this module, for the span of one ``to_edge_transform_and_lower(programs,
     partitioner=partitioners)`` call (the two arguments let ``decompose_in_one_retrace`` find the programs)."""
-    with (decompose_in_one_retrace(programs, partitioners), skip_inert_edge_passes(), skip_unchanged_retraces(),
+    with (decompose_in_one_retrace(programs, partitioners), skip_inert_passes(), skip_unchanged_retraces(),
           skip_empty_decompositions(), fast_affine_metadata(), parallel_preprocess()):
+        yield
+
+
+@contextmanager
+def faster_emit():
+    """The shortcuts that apply to ``EdgeProgramManager.to_executorch``: its spec-propagation replays evaluate
+    every delegate's original graph through fake tensors, torchao's affine ops included (``fast_affine_metadata``;
+    at 4 full-width layers of 8da4w, 21 -> 10 s)."""
+    with fast_affine_metadata():
         yield
 
 
@@ -457,12 +492,16 @@ fast_affine_metadata.stats = {"metadata": 0, "computed": 0}
 _jobs: list = []  # (backend class, edge program, compile specs), read by forked workers
 
 
+def _counters() -> list:
+    """The stats of the shortcuts that also run inside preprocess workers (their counts go back to the parent)."""
+    return [skip_unchanged_retraces.stats, skip_inert_passes.stats]
+
+
 def _preprocess_job(index: int):
     backend, program, specs = _jobs[index]
-    stats = skip_unchanged_retraces.stats
-    before = dict(stats)
+    before = [dict(stats) for stats in _counters()]
     result = backend.preprocess(program, specs)
-    return result, {key: stats[key] - before.get(key, 0) for key in stats}  # the child's counts, for the parent
+    return result, [{key: stats[key] - old.get(key, 0) for key in stats} for stats, old in zip(_counters(), before)]
 
 
 def _single_threaded_worker():
@@ -507,8 +546,9 @@ def parallel_preprocess(workers: int | None = None):
         out: dict = {name: [] for name in edge_programs}
         for (name, _), (result, counts) in zip(order, results):
             out[name].append(result)
-            for key, value in counts.items():
-                skip_unchanged_retraces.stats[key] += value
+            for stats, child in zip(_counters(), counts):
+                for key, value in child.items():
+                    stats[key] += value
         return out
 
     XnnpackBackend.preprocess_multimethod = classmethod(preprocess_multimethod)
