@@ -1,4 +1,4 @@
-"""Issue 8: the lowering shortcuts (export/lowering_speedups.py) skip work without changing the program.
+"""Issue 8: the lowering shortcuts (export/lowering_speedups/) skip work without changing the program.
 
 Each recipe is exported to XNNPACK twice, with ``parakeet-export``'s shortcuts and with executorch's lowering as
 shipped, and the two .pte files must be byte-identical.
@@ -116,7 +116,7 @@ def test_a_dead_preprocess_worker_fails_the_export(monkeypatch):
 
     if not sys.platform.startswith("linux"):
         pytest.skip("parallel preprocess is Linux-only; elsewhere partitions run one after the other")
-    monkeypatch.setattr(lowering_speedups, "_preprocess_job", _die)
+    monkeypatch.setattr(lowering_speedups.parallel, "_preprocess_job", _die)
     with lowering_speedups.parallel_preprocess(workers=2):
         with pytest.raises(BrokenProcessPool):
             XnnpackBackend.preprocess_multimethod({"encoder": [None, None]}, {"encoder": [[], []]})
