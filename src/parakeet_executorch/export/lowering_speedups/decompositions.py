@@ -6,6 +6,19 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 
+@contextmanager
+def _wrapped_run_decompositions(wrap):
+    """Replace ``ExportedProgram.run_decompositions`` by ``wrap(the current one)`` until exit, also on error."""
+    from torch.export import ExportedProgram
+
+    original = ExportedProgram.run_decompositions
+    ExportedProgram.run_decompositions = wrap(original)
+    try:
+        yield
+    finally:
+        ExportedProgram.run_decompositions = original
+
+
 # aten.sym_size.int is in the default table but a size read has nothing to decompose into: it is how a symbolic
 # dimension appears in the graph, and a re-export keeps it.
 _NOTHING_TO_DECOMPOSE = ("aten.sym_size.int",)
@@ -22,25 +35,21 @@ def skip_empty_decompositions():
     then rejected. When it rejected none, the third call re-exports the whole graph to change nothing (~50 s for
     the full-size encoder). Counts are kept in ``skip_empty_decompositions.stats``.
     """
-    from torch.export import ExportedProgram
-
-    original = ExportedProgram.run_decompositions
     stats = skip_empty_decompositions.stats = {"skipped": 0, "run": 0}
 
-    def run_decompositions(self, decomp_table=None, *args, **kwargs):
-        if decomp_table and not any(
-                node.op == "call_function" and node.target in decomp_table
-                and str(node.target) not in _NOTHING_TO_DECOMPOSE for node in self.graph_module.graph.nodes):
-            stats["skipped"] += 1
-            return self
-        stats["run"] += 1
-        return original(self, decomp_table, *args, **kwargs)
+    def wrap(original):
+        def run_decompositions(self, decomp_table=None, *args, **kwargs):
+            if decomp_table and not any(
+                    node.op == "call_function" and node.target in decomp_table
+                    and str(node.target) not in _NOTHING_TO_DECOMPOSE for node in self.graph_module.graph.nodes):
+                stats["skipped"] += 1
+                return self
+            stats["run"] += 1
+            return original(self, decomp_table, *args, **kwargs)
+        return run_decompositions
 
-    ExportedProgram.run_decompositions = run_decompositions
-    try:
+    with _wrapped_run_decompositions(wrap):
         yield stats
-    finally:
-        ExportedProgram.run_decompositions = original
 
 
 skip_empty_decompositions.stats = {"skipped": 0, "run": 0}
@@ -68,7 +77,6 @@ def decompose_in_one_retrace(programs: dict | None = None, partitioners: dict | 
     """
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
     from executorch.exir.program._program import _default_decomposition_table
-    from torch.export import ExportedProgram
 
     tables = {}
     for name, program in (programs or {}).items():
@@ -78,21 +86,19 @@ def decompose_in_one_retrace(programs: dict | None = None, partitioners: dict | 
             for op in parts[0].ops_to_not_decompose(program)[0]:
                 table.pop(op, None)
             tables[id(program)] = (program, table)  # the program is kept so that its id cannot be reused
-    original = ExportedProgram.run_decompositions
     stats = decompose_in_one_retrace.stats = {"merged": 0}
 
-    def run_decompositions(self, decomp_table=None, *args, **kwargs):
-        entry = tables.get(id(self))
-        if decomp_table == {} and entry is not None and entry[0] is self:
-            stats["merged"] += 1
-            return original(self, entry[1], *args, **kwargs)
-        return original(self, decomp_table, *args, **kwargs)
+    def wrap(original):
+        def run_decompositions(self, decomp_table=None, *args, **kwargs):
+            entry = tables.get(id(self))
+            if decomp_table == {} and entry is not None and entry[0] is self:
+                stats["merged"] += 1
+                return original(self, entry[1], *args, **kwargs)
+            return original(self, decomp_table, *args, **kwargs)
+        return run_decompositions
 
-    ExportedProgram.run_decompositions = run_decompositions
-    try:
+    with _wrapped_run_decompositions(wrap):
         yield stats
-    finally:
-        ExportedProgram.run_decompositions = original
 
 
 decompose_in_one_retrace.stats = {"merged": 0}
