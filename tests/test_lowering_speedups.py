@@ -14,7 +14,7 @@ import torch
 from conftest import export_tiny
 
 
-@pytest.mark.parametrize("recipe", ["none", "8da4w", "8da8w"])
+@pytest.mark.parametrize("recipe", ["none", "8da4w", "8da8w", "fpa4w"])
 def test_shortcuts_give_a_byte_identical_pte(recipe, tiny_nemo, export_root, tmp_path, monkeypatch):
     from parakeet_executorch.export import lowering_speedups
     from parakeet_executorch.export.cli import main as export_main
