@@ -66,7 +66,7 @@ def run_export(args: argparse.Namespace) -> Path:
     from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge_transform_and_lower
 
     from .backends import check_host, partitioners
-    from .lowering_speedups import faster_emit, faster_lowering
+    from .lowering_speedups import faster_emit, faster_export, faster_lowering
     from .load import load_nemo_model, read_metadata
     from .program import export_methods
     from .recipes import check_embedding_recipe, check_recipe
@@ -95,8 +95,9 @@ def run_export(args: argparse.Namespace) -> Path:
     with _stage("export"):
         dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
         rewrites: dict = {}
-        programs = export_methods(model, meta, dtype=dtype, device="cuda" if args.backend == "cuda" else "cpu",
-                                  xnnpack_encoder=args.backend == "xnnpack", encoder_report=rewrites)
+        with (faster_export() if args.backend == "xnnpack" else nullcontext()):
+            programs = export_methods(model, meta, dtype=dtype, device="cuda" if args.backend == "cuda" else "cpu",
+                                      xnnpack_encoder=args.backend == "xnnpack", encoder_report=rewrites)
         if rewrites.get("positional_tables"):
             print(f"  encoder: linear_pos precomputed over the relative-position table in "
                   f"{rewrites['positional_tables']} layers ({rewrites['positional_table_mb']:.1f} MB of constants; "

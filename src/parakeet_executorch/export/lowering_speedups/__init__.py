@@ -11,8 +11,8 @@ skips the replays that change nothing for a Parakeet encoder and spreads the per
   nothing to decompose in the graph.
 * ``parallel_preprocess``: XNNPACK's preprocess of the partitions in forked worker processes.
 * ``fast_affine_metadata``: the output shapes and dtypes of torchao's quantize / dequantize / choose-qparams ops
-  during those replays, without running the ops' arithmetic on fake tensors (also in ``to_executorch``:
-  ``faster_emit``).
+  during those replays, without running the ops' arithmetic on fake tensors (also while ``torch.export`` traces
+  a quantized model, ``faster_export``, and in ``to_executorch``, ``faster_emit``).
 
 Each lives in its own module of this package. Tests lower the same program with and without these shortcuts and
 require byte-identical .pte files.
@@ -28,7 +28,7 @@ from .inert_passes import _inert_pass_predicates, skip_inert_passes
 from .parallel import parallel_preprocess
 from .retraces import _replay_transforms, graph_fingerprint, skip_unchanged_retraces
 
-__all__ = ["decompose_in_one_retrace", "fast_affine_metadata", "faster_emit", "faster_lowering",
+__all__ = ["decompose_in_one_retrace", "fast_affine_metadata", "faster_emit", "faster_export", "faster_lowering",
            "graph_fingerprint", "parallel_preprocess", "skip_empty_decompositions", "skip_inert_passes",
            "skip_unchanged_retraces"]
 
@@ -39,6 +39,15 @@ def faster_lowering(programs: dict | None = None, partitioners: dict | None = No
     partitioner=partitioners)`` call (the two arguments let ``decompose_in_one_retrace`` find the programs)."""
     with (decompose_in_one_retrace(programs, partitioners), skip_inert_passes(), skip_unchanged_retraces(),
           skip_empty_decompositions(), fast_affine_metadata(), parallel_preprocess()):
+        yield
+
+
+@contextmanager
+def faster_export():
+    """The shortcut that applies to ``torch.export`` of a quantized model: each torchao affine op is traced with
+    its output computed on fake tensors (``fast_affine_metadata`` gives it without the arithmetic; the traced
+    graph is the same)."""
+    with fast_affine_metadata():
         yield
 
 
