@@ -23,8 +23,7 @@ def test_shortcuts_give_a_byte_identical_pte(recipe, tiny_nemo, export_root, tmp
     fast = export_tiny(tiny_nemo, export_root, "xnnpack", *extra)  # with the shortcuts, as parakeet-export runs
 
     monkeypatch.setattr(lowering_speedups, "faster_lowering", lambda *args: nullcontext())
-    monkeypatch.setattr(lowering_speedups, "faster_emit", nullcontext)
-    monkeypatch.setattr(lowering_speedups, "faster_export", nullcontext)
+    monkeypatch.setattr(lowering_speedups, "faster_tracing", nullcontext)
     assert export_main(["--model", str(tiny_nemo), "--backend", "xnnpack", "--output-dir", str(tmp_path),
                         *extra]) == 0
     assert (fast / "model.pte").read_bytes() == (tmp_path / "model.pte").read_bytes()

@@ -66,7 +66,7 @@ def run_export(args: argparse.Namespace) -> Path:
     from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge_transform_and_lower
 
     from .backends import check_host, partitioners
-    from .lowering_speedups import faster_emit, faster_export, faster_lowering
+    from .lowering_speedups import faster_lowering, faster_tracing
     from .load import load_nemo_model, read_metadata
     from .program import export_methods
     from .recipes import check_embedding_recipe, check_recipe
@@ -95,7 +95,7 @@ def run_export(args: argparse.Namespace) -> Path:
     with _stage("export"):
         dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
         rewrites: dict = {}
-        with (faster_export() if args.backend == "xnnpack" else nullcontext()):
+        with (faster_tracing() if args.backend == "xnnpack" else nullcontext()):
             programs = export_methods(model, meta, dtype=dtype, device="cuda" if args.backend == "cuda" else "cpu",
                                       xnnpack_encoder=args.backend == "xnnpack", encoder_report=rewrites)
         if rewrites.get("positional_tables"):
@@ -113,7 +113,7 @@ def run_export(args: argparse.Namespace) -> Path:
                 programs, partitioner=parts, constant_methods=meta.constant_methods(),
                 compile_config=EdgeCompileConfig(_check_ir_validity=False))
     with _stage("to_executorch (memory planning, emit)"):
-        with (faster_emit() if args.backend == "xnnpack" else nullcontext()):
+        with (faster_tracing() if args.backend == "xnnpack" else nullcontext()):
             program = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=True))
     with _stage("serialize"):
         pte = out_dir / "model.pte"

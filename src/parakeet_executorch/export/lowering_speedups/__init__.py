@@ -12,7 +12,7 @@ skips the replays that change nothing for a Parakeet encoder and spreads the per
 * ``parallel_preprocess``: XNNPACK's preprocess of the partitions in forked worker processes.
 * ``fast_affine_metadata``: the output shapes and dtypes of torchao's quantize / dequantize / choose-qparams ops
   during those replays, without running the ops' arithmetic on fake tensors (also while ``torch.export`` traces
-  a quantized model, ``faster_export``, and in ``to_executorch``, ``faster_emit``).
+  a quantized model and in ``to_executorch``: ``faster_tracing``).
 
 Each lives in its own module of this package. Tests lower the same program with and without these shortcuts and
 require byte-identical .pte files.
@@ -28,14 +28,14 @@ from .inert_passes import _inert_pass_predicates, skip_inert_passes
 from .parallel import parallel_preprocess
 from .retraces import _replay_transforms, graph_fingerprint, skip_unchanged_retraces
 
-__all__ = ["decompose_in_one_retrace", "fast_affine_metadata", "faster_emit", "faster_export", "faster_lowering",
+__all__ = ["decompose_in_one_retrace", "fast_affine_metadata", "faster_lowering", "faster_tracing",
            "graph_fingerprint", "parallel_preprocess", "skip_empty_decompositions", "skip_inert_passes",
            "skip_unchanged_retraces"]
 
 
 @contextmanager
 def faster_lowering(programs: dict | None = None, partitioners: dict | None = None):
-    """All the shortcuts of this module, for the span of one ``to_edge_transform_and_lower(programs,
+    """All the lowering shortcuts of this package, for the span of one ``to_edge_transform_and_lower(programs,
     partitioner=partitioners)`` call (the two arguments let ``decompose_in_one_retrace`` find the programs)."""
     with (decompose_in_one_retrace(programs, partitioners), skip_inert_passes(), skip_unchanged_retraces(),
           skip_empty_decompositions(), fast_affine_metadata(), parallel_preprocess()):
@@ -43,18 +43,10 @@ def faster_lowering(programs: dict | None = None, partitioners: dict | None = No
 
 
 @contextmanager
-def faster_export():
-    """The shortcut that applies to ``torch.export`` of a quantized model: each torchao affine op is traced with
-    its output computed on fake tensors (``fast_affine_metadata`` gives it without the arithmetic; the traced
-    graph is the same)."""
-    with fast_affine_metadata():
-        yield
-
-
-@contextmanager
-def faster_emit():
-    """The shortcuts that apply to ``EdgeProgramManager.to_executorch``: its spec-propagation replays evaluate
-    every delegate's original graph through fake tensors, torchao's affine ops included (``fast_affine_metadata``;
-    at 4 full-width layers of 8da4w, 21 -> 10 s)."""
+def faster_tracing():
+    """The shortcut that applies outside the lowering: while ``torch.export`` traces a quantized model, and in
+    ``EdgeProgramManager.to_executorch``, whose spec-propagation replays evaluate every delegate's original graph
+    through fake tensors, torchao's affine ops take ``fast_affine_metadata`` (the graphs are the same; at 4
+    full-width layers of 8da4w, ``to_executorch`` 21 -> 10 s)."""
     with fast_affine_metadata():
         yield

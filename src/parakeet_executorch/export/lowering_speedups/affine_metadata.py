@@ -10,7 +10,7 @@ import torch
 
 # An 8da4w / 8da8w graph carries, per linear, torchao's choose_qparams_affine, quantize_affine and two
 # dequantize_affine ops. torchao registers them as CompositeImplicitAutograd Python functions, so every replay
-# through fake tensors (each metadata replay above, and the fake evaluation of preserved ops in
+# through fake tensors (XNNPACK's metadata replays, see retraces.py; the fake evaluation of preserved ops in
 # run_decompositions) runs their whole arithmetic, 10-30 ops with symbolic sizes, only to learn an output shape:
 # 15-20 ms per op, about half the replay time of a quantized encoder. Their outputs' metadata follows from the
 # arguments alone, as below.
