@@ -39,21 +39,48 @@ def test_shortcuts_are_taken_and_undone(nemo_model):
 
     from parakeet_executorch.export.backends import partitioners
     from parakeet_executorch.export.load import read_metadata
-    from parakeet_executorch.export.lowering_speedups import (decompose_in_one_retrace, faster_lowering,
+    from parakeet_executorch.export.lowering_speedups import (decompose_in_one_retrace,
+                                                              defer_partition_recompiles, faster_lowering,
                                                               skip_empty_decompositions, skip_inert_passes,
                                                               skip_unchanged_retraces)
+    from executorch.exir.backend import backend_api
+    from executorch.exir import lowered_backend_module
     from executorch.exir.passes import SymToTensorPass
     from parakeet_executorch.export.program import export_methods
 
     saved = (ExportPass.call, XNNPACKPassManager.transform, ExportedProgram.run_decompositions,
-             SymToTensorPass.call)
+             SymToTensorPass.call, backend_api._create_partitions_in_graph_module,
+             lowered_backend_module.legalize_graph)
     encoder = export_methods(nemo_model, read_metadata(nemo_model, 0.1, 20.0), xnnpack_encoder=True)["encoder"]
     parts, programs = partitioners("xnnpack", {"encoder": encoder})
-    with faster_lowering(programs, parts):
-        to_edge_transform_and_lower(programs, partitioner=parts,
-                                    compile_config=EdgeCompileConfig(_check_ir_validity=False))
+    cut = []  # each graph module right after its partitions were cut, with the source it would have then
+    original_create = backend_api._create_partitions
+
+    def create_partitions(graph_module, *args, **kwargs):
+        result = original_create(graph_module, *args, **kwargs)
+        cut.append((graph_module.code, graph_module.graph.python_code("self").src,
+                    [(m.code, m.graph.python_code("self").src) for m in graph_module.children()
+                     if isinstance(m, torch.fx.GraphModule)]))
+        return result
+
+    backend_api._create_partitions = create_partitions
+    try:
+        with faster_lowering(programs, parts):
+            to_edge_transform_and_lower(programs, partitioner=parts,
+                                        compile_config=EdgeCompileConfig(_check_ir_validity=False))
+    finally:
+        backend_api._create_partitions = original_create
     assert (ExportPass.call, XNNPACKPassManager.transform, ExportedProgram.run_decompositions,
-            SymToTensorPass.call) == saved
+            SymToTensorPass.call, backend_api._create_partitions_in_graph_module,
+            lowered_backend_module.legalize_graph) == saved
+    # Recompiles were held back while the partitions were cut, and none is missing afterwards: the generated
+    # source of the graph and of every cut submodule matches its graph.
+    assert defer_partition_recompiles.stats["deferred"] >= 2, defer_partition_recompiles.stats
+    assert defer_partition_recompiles.stats["recompiled"] == 1, defer_partition_recompiles.stats
+    assert len(cut) == 1 and len(cut[0][2]) == defer_partition_recompiles.stats["deferred"]
+    code, fresh, submodules = cut[0]
+    assert code == fresh
+    assert all(sub_code == sub_fresh for sub_code, sub_fresh in submodules)
     assert skip_inert_passes.stats["skipped"] >= 3, skip_inert_passes.stats
     assert skip_unchanged_retraces.stats["skipped"] > 0, skip_unchanged_retraces.stats
     assert skip_unchanged_retraces.stats["replayed"] > 0, skip_unchanged_retraces.stats  # some passes do edit
