@@ -190,11 +190,13 @@ def _hqq_textbook(weight, bitwidth, group_size, dtype, iters=20, p=0.7, beta=10.
 @pytest.mark.parametrize("bits,group,dtype", [(4, 32, torch.float32), (4, 32, torch.bfloat16),
                                                (2, 64, torch.float16), (8, 256, torch.float32)])
 def test_hqq_matches_the_textbook_solver_bit_for_bit(bits, group, dtype):
-    """The buffered HQQ solver (no per-step allocations) gives exactly the plain formulation's q, S and Z."""
-    from parakeet_executorch.lowbit.qparams import choose_qparams_hqq
+    """The buffered, blocked HQQ solver (no per-step allocations, rows in cache-sized blocks) gives exactly the
+    plain formulation's q, S and Z."""
+    from parakeet_executorch.lowbit.qparams import HQQ_BLOCK_ELEMENTS, choose_qparams_hqq
 
     torch.manual_seed(bits)
-    w = torch.randn(96, 512) * 0.02
+    w = torch.randn(300, 512) * 0.02
+    assert 2 * HQQ_BLOCK_ELEMENTS < w.numel() and w.shape[0] % (HQQ_BLOCK_ELEMENTS // 512)  # last block short
     w[::7, ::13] *= 30  # outliers, where the lp step matters
     w[3, :group] = 0.25  # a constant group
     for got, want in zip(choose_qparams_hqq(w, bits, group, dtype), _hqq_textbook(w, bits, group, dtype)):

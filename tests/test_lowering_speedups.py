@@ -302,3 +302,37 @@ def test_passes_are_skipped_only_when_they_have_nothing_to_rewrite():
                 if changes:
                     fired.add(pass_class)
     assert fired == set(_inert_pass_predicates()), fired
+
+
+def test_merge_checks_agree_with_executorch_on_every_pair(tiny_nemo):
+    """fpa4w's non-delegated linears make the partitioner refuse many merges: on every pair it tries, the
+    ``set.isdisjoint`` cycle check gives executorch's answer (both ways occur)."""
+    from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+    from executorch.exir.backend.canonical_partitioners.group_partitioner import GroupBasedPartitioner
+
+    from parakeet_executorch.export.backends import partitioners
+    from parakeet_executorch.export.load import load_nemo_model, read_metadata
+    from parakeet_executorch.export.lowering_speedups import merge_checks
+    from parakeet_executorch.export.program import export_methods
+    from parakeet_executorch.export.recipes import quantize_model
+
+    model = load_nemo_model(str(tiny_nemo))
+    quantize_model(model, "fpa4w", "none", 32)
+    encoder = export_methods(model, read_metadata(model, 0.1, 20.0), xnnpack_encoder=True)["encoder"]
+    parts, programs = partitioners("xnnpack", {"encoder": encoder})
+    original = GroupBasedPartitioner._can_merge_partitions
+    answers = []
+
+    def both(self, p1, p2, partitions_by_id):
+        want = original(self, p1, p2, partitions_by_id)
+        answers.append((merge_checks._can_merge_partitions(self, p1, p2, partitions_by_id), want))
+        return want
+
+    GroupBasedPartitioner._can_merge_partitions = both
+    try:
+        to_edge_transform_and_lower(programs, partitioner=parts,
+                                    compile_config=EdgeCompileConfig(_check_ir_validity=False))
+    finally:
+        GroupBasedPartitioner._can_merge_partitions = original
+    assert {want for _, want in answers} == {True, False}
+    assert all(got == want for got, want in answers)

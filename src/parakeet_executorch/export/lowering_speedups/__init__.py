@@ -10,6 +10,8 @@ skips the replays that change nothing for a Parakeet encoder and spreads the per
 * ``skip_empty_decompositions``: a ``run_decompositions`` call, after the graph is functional, whose table has
   nothing to decompose in the graph.
 * ``parallel_preprocess``: XNNPACK's preprocess of the partitions in forked worker processes.
+* ``fast_merge_checks``: the XNNPACK partitioner's cycle check for each pair of candidate partitions as a set
+  intersection in C instead of a Python scan of the downstream graph (quadratic; most of fpa4w's lowering).
 * ``defer_partition_recompiles``: one Python code generation of the graph after all partitions are cut, instead of
   one per partition (quadratic in the partition count: fpa4w's 219).
 * ``fast_affine_metadata``: the output shapes and dtypes of torchao's quantize / dequantize / choose-qparams ops
@@ -27,13 +29,14 @@ from contextlib import contextmanager
 from .affine_metadata import fast_affine_metadata
 from .decompositions import decompose_in_one_retrace, skip_empty_decompositions
 from .inert_passes import _inert_pass_predicates, skip_inert_passes
+from .merge_checks import fast_merge_checks
 from .parallel import parallel_preprocess
 from .recompiles import defer_partition_recompiles
 from .retraces import _replay_transforms, graph_fingerprint, skip_unchanged_retraces
 
-__all__ = ["decompose_in_one_retrace", "defer_partition_recompiles", "fast_affine_metadata", "faster_lowering",
-           "faster_tracing", "graph_fingerprint", "parallel_preprocess", "skip_empty_decompositions",
-           "skip_inert_passes", "skip_unchanged_retraces"]
+__all__ = ["decompose_in_one_retrace", "defer_partition_recompiles", "fast_affine_metadata", "fast_merge_checks",
+           "faster_lowering", "faster_tracing", "graph_fingerprint", "parallel_preprocess",
+           "skip_empty_decompositions", "skip_inert_passes", "skip_unchanged_retraces"]
 
 
 @contextmanager
@@ -42,7 +45,7 @@ def faster_lowering(programs: dict | None = None, partitioners: dict | None = No
     partitioner=partitioners)`` call (the two arguments let ``decompose_in_one_retrace`` find the programs)."""
     with (decompose_in_one_retrace(programs, partitioners), skip_inert_passes(), skip_unchanged_retraces(),
           skip_empty_decompositions(), fast_affine_metadata(), parallel_preprocess(),
-          defer_partition_recompiles()):
+          defer_partition_recompiles(), fast_merge_checks()):
         yield
 
 
