@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
+from unittest import mock
 
 
 @contextmanager
@@ -11,12 +12,8 @@ def _wrapped_run_decompositions(wrap):
     """Replace ``ExportedProgram.run_decompositions`` by ``wrap(the current one)`` until exit, also on error."""
     from torch.export import ExportedProgram
 
-    original = ExportedProgram.run_decompositions
-    ExportedProgram.run_decompositions = wrap(original)
-    try:
+    with mock.patch.object(ExportedProgram, "run_decompositions", wrap(ExportedProgram.run_decompositions)):
         yield
-    finally:
-        ExportedProgram.run_decompositions = original
 
 
 # aten.sym_size.int is in the default table but a size read has nothing to decompose into: it is how a symbolic

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
+from unittest import mock
 
 import torch
 
@@ -103,27 +104,20 @@ def skip_inert_passes():
     from executorch.exir.pass_base import PassResult
 
     stats = skip_inert_passes.stats = {"skipped": 0, "replayed": 0}
-    originals = {}
-    for pass_class, needs_replay in _inert_pass_predicates().items():
-        originals[pass_class] = own = pass_class.__dict__.get("call")
+    with ExitStack() as patches:  # mock restores, or removes, each class's own call on exit
+        for pass_class, needs_replay in _inert_pass_predicates().items():
+            own = pass_class.__dict__.get("call")
 
-        def call(self, graph_module, _needs_replay=needs_replay, _class=pass_class, _own=own):
-            if _replays_only_op_overloads(graph_module) and not _needs_replay(graph_module):
-                stats["skipped"] += 1
-                return PassResult(graph_module, False)
-            stats["replayed"] += 1
-            # Looked up at call time, so that another shortcut wrapping ExportPass.call still applies.
-            return _own(self, graph_module) if _own is not None else super(_class, self).call(graph_module)
+            def call(self, graph_module, _needs_replay=needs_replay, _class=pass_class, _own=own):
+                if _replays_only_op_overloads(graph_module) and not _needs_replay(graph_module):
+                    stats["skipped"] += 1
+                    return PassResult(graph_module, False)
+                stats["replayed"] += 1
+                # Looked up at call time, so that another shortcut wrapping ExportPass.call still applies.
+                return _own(self, graph_module) if _own is not None else super(_class, self).call(graph_module)
 
-        pass_class.call = call
-    try:
+            patches.enter_context(mock.patch.object(pass_class, "call", call))
         yield stats
-    finally:
-        for pass_class, original in originals.items():
-            if original is None:
-                del pass_class.call
-            else:
-                pass_class.call = original
 
 
 skip_inert_passes.stats = {"skipped": 0, "replayed": 0}

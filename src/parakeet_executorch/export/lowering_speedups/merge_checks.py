@@ -14,6 +14,7 @@ smaller set. Everything else, the order of the checks and the final ``validate_p
 from __future__ import annotations
 
 from contextlib import contextmanager
+from unittest import mock
 
 
 def _can_merge_partitions(self, p1, p2, partitions_by_id):
@@ -36,9 +37,5 @@ def fast_merge_checks():
     executorch's method on exit, also on error."""
     from executorch.exir.backend.canonical_partitioners.group_partitioner import GroupBasedPartitioner
 
-    original = GroupBasedPartitioner.__dict__["_can_merge_partitions"]
-    GroupBasedPartitioner._can_merge_partitions = _can_merge_partitions
-    try:
+    with mock.patch.object(GroupBasedPartitioner, "_can_merge_partitions", _can_merge_partitions):
         yield
-    finally:
-        GroupBasedPartitioner._can_merge_partitions = original

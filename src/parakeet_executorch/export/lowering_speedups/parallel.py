@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
+from unittest import mock
 
 import torch
 
@@ -52,8 +53,6 @@ def parallel_preprocess(workers: int | None = None):
 
     if workers is None:
         workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    original = XnnpackBackend.__dict__.get("preprocess_multimethod")
-
     def preprocess_multimethod(cls, edge_programs, compile_specs):
         order = [(name, i) for name, programs in edge_programs.items() for i in range(len(programs))]
         if workers < 2 or len(order) < 2 or not sys.platform.startswith("linux"):
@@ -73,11 +72,6 @@ def parallel_preprocess(workers: int | None = None):
                     stats[key] += value
         return out
 
-    XnnpackBackend.preprocess_multimethod = classmethod(preprocess_multimethod)
-    try:
+    # mock restores what the class had: its own method, or none (then the inherited one applies again).
+    with mock.patch.object(XnnpackBackend, "preprocess_multimethod", classmethod(preprocess_multimethod)):
         yield
-    finally:
-        if original is None:
-            del XnnpackBackend.preprocess_multimethod
-        else:
-            XnnpackBackend.preprocess_multimethod = original

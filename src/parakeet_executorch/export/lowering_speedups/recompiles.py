@@ -17,6 +17,7 @@ source the last held-back recompile would have (the graph no longer changes in b
 from __future__ import annotations
 
 from contextlib import contextmanager
+from unittest import mock
 
 import torch
 
@@ -68,13 +69,9 @@ def defer_partition_recompiles():
                 pending.clear()
 
     depth = 0
-    lowered_backend_module.legalize_graph = legalize_graph
-    backend_api._create_partitions_in_graph_module = create_partitions_in_graph_module
-    try:
+    with (mock.patch.object(lowered_backend_module, "legalize_graph", legalize_graph),
+          mock.patch.object(backend_api, "_create_partitions_in_graph_module", create_partitions_in_graph_module)):
         yield stats
-    finally:
-        lowered_backend_module.legalize_graph = original_legalize
-        backend_api._create_partitions_in_graph_module = original_create
 
 
 defer_partition_recompiles.stats = {"deferred": 0, "recompiled": 0}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
+from unittest import mock
 
 import torch
 
@@ -63,7 +64,6 @@ def skip_unchanged_retraces():
     from executorch.exir.pass_base import ExportPass, PassResult
 
     original_call = ExportPass.call
-    original_transform = XNNPACKPassManager.transform
     stats = skip_unchanged_retraces.stats = {"skipped": 0, "replayed": 0}
 
     def call(self, graph_module):
@@ -92,13 +92,8 @@ def skip_unchanged_retraces():
                 _state.fingerprints = {}
         return ep
 
-    ExportPass.call = call
-    XNNPACKPassManager.transform = transform
-    try:
+    with mock.patch.object(ExportPass, "call", call), mock.patch.object(XNNPACKPassManager, "transform", transform):
         yield stats
-    finally:
-        ExportPass.call = original_call
-        XNNPACKPassManager.transform = original_transform
 
 
 skip_unchanged_retraces.stats = {"skipped": 0, "replayed": 0}
