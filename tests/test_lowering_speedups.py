@@ -29,7 +29,7 @@ def test_shortcuts_give_a_byte_identical_pte(recipe, tiny_nemo, export_root, tmp
     assert (fast / "model.pte").read_bytes() == (tmp_path / "model.pte").read_bytes()
 
 
-def test_shortcuts_are_taken_and_undone(nemo_model):
+def test_shortcuts_are_taken_and_undone(nemo_model, monkeypatch):
     """Lower the tiny encoder under faster_lowering: replays and decompositions are skipped, the encoder is
     retraced for decomposition once, and executorch's classes are restored afterwards."""
     from executorch.backends.xnnpack.xnnpack_preprocess import XNNPACKPassManager
@@ -63,13 +63,10 @@ def test_shortcuts_are_taken_and_undone(nemo_model):
                      if isinstance(m, torch.fx.GraphModule)]))
         return result
 
-    backend_api._create_partitions = create_partitions
-    try:
-        with faster_lowering(programs, parts):
-            to_edge_transform_and_lower(programs, partitioner=parts,
-                                        compile_config=EdgeCompileConfig(_check_ir_validity=False))
-    finally:
-        backend_api._create_partitions = original_create
+    with monkeypatch.context() as patch, faster_lowering(programs, parts):
+        patch.setattr(backend_api, "_create_partitions", create_partitions)
+        to_edge_transform_and_lower(programs, partitioner=parts,
+                                    compile_config=EdgeCompileConfig(_check_ir_validity=False))
     assert (ExportPass.call, XNNPACKPassManager.transform, ExportedProgram.run_decompositions,
             SymToTensorPass.call, backend_api._create_partitions_in_graph_module,
             lowered_backend_module.legalize_graph) == saved
@@ -304,7 +301,7 @@ def test_passes_are_skipped_only_when_they_have_nothing_to_rewrite():
     assert fired == set(_inert_pass_predicates()), fired
 
 
-def test_merge_checks_agree_with_executorch_on_every_pair(tiny_nemo):
+def test_merge_checks_agree_with_executorch_on_every_pair(tiny_nemo, monkeypatch):
     """fpa4w's non-delegated linears make the partitioner refuse many merges: on every pair it tries, the
     ``set.isdisjoint`` cycle check gives executorch's answer (both ways occur)."""
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
@@ -328,11 +325,8 @@ def test_merge_checks_agree_with_executorch_on_every_pair(tiny_nemo):
         answers.append((merge_checks._can_merge_partitions(self, p1, p2, partitions_by_id), want))
         return want
 
-    GroupBasedPartitioner._can_merge_partitions = both
-    try:
-        to_edge_transform_and_lower(programs, partitioner=parts,
-                                    compile_config=EdgeCompileConfig(_check_ir_validity=False))
-    finally:
-        GroupBasedPartitioner._can_merge_partitions = original
+    monkeypatch.setattr(GroupBasedPartitioner, "_can_merge_partitions", both)
+    to_edge_transform_and_lower(programs, partitioner=parts,
+                                compile_config=EdgeCompileConfig(_check_ir_validity=False))
     assert {want for _, want in answers} == {True, False}
     assert all(got == want for got, want in answers)
