@@ -33,6 +33,34 @@ class DecodedToken:
     duration: int
 
 
+@dataclass(frozen=True)
+class TdtDecoderState:
+    """Greedy TDT decoding state carried from one chunk of encoder frames to the next.
+
+    The batch-size-1 counterpart of NeMo's ``BatchedLabelLoopingState`` (``label_looping_base.py``), which
+    ``GreedyBatchedTDTLabelLoopingComputer.torch_impl`` takes as ``prev_batched_state`` and returns.
+
+    Attributes:
+        prediction: the prediction network's (projected) output for the last emitted token, or for blank at the start.
+        lstm_state: the prediction network's state after that token.
+        time_jump: encoder frames by which the last duration reached past the end of the chunk decoded last (>= 0);
+            the next chunk starts decoding at this frame (NeMo's ``time_jumps``).
+        decoded_frames: encoder frames decoded in earlier chunks: the absolute frame of the next chunk's frame 0
+            (NeMo's ``decoded_lengths``).
+    """
+
+    prediction: Any
+    lstm_state: Any
+    time_jump: int = 0
+    decoded_frames: int = 0
+
+
+def initial_decoder_state(predict: PredictFn, initial_state: Any, blank_id: int) -> TdtDecoderState:
+    """The state before any frame: the prediction network primed with blank (NeMo's ``_SOS``) from ``initial_state``."""
+    prediction, state = predict(blank_id, initial_state)
+    return TdtDecoderState(prediction, state)
+
+
 def greedy_tdt_decode(
     num_frames: int,
     joint: JointFn,
@@ -61,9 +89,43 @@ def greedy_tdt_decode(
     """
     if max_symbols is not None and max_symbols < 1:
         raise ValueError(f"max_symbols must be >= 1 or None, got {max_symbols}")
-    prediction, state = predict(blank_id, initial_state)
+    state = initial_decoder_state(predict, initial_state, blank_id)
+    tokens, _ = greedy_tdt_decode_chunk(num_frames, joint, predict, state, blank_id, durations, max_symbols)
+    return tokens
+
+
+def greedy_tdt_decode_chunk(
+    num_frames: int,
+    joint: JointFn,
+    predict: PredictFn,
+    state: TdtDecoderState,
+    blank_id: int,
+    durations: Sequence[int],
+    max_symbols: int | None,
+) -> tuple[list[DecodedToken], TdtDecoderState]:
+    """Decode one chunk of encoder frames, continuing from ``state``; NeMo's label-looping step with
+    ``prev_batched_state`` (``GreedyBatchedTDTLabelLoopingComputer.torch_impl``) for batch size 1.
+
+    Decoding starts at frame ``state.time_jump`` of the chunk and stops once the frame index reaches
+    ``num_frames``; the frame index past the end becomes the next state's ``time_jump``. As in NeMo, the per-frame
+    count behind the ``max_symbols`` rule starts afresh in each chunk.
+
+    Args:
+        num_frames: encoder frames of this chunk to decode (>= 0); ``joint`` is called with 0 .. num_frames - 1.
+        joint, predict, blank_id, durations, max_symbols: as for ``greedy_tdt_decode``.
+        state: the state after the previous chunk (``initial_decoder_state`` for the first one).
+    Returns:
+        (tokens with absolute frames: ``state.decoded_frames`` + the frame in this chunk, the state after the chunk).
+        ``state`` itself is not modified, so a caller can decode ahead (a draft) and throw the result away.
+    Raises:
+        ValueError: a duration index outside ``durations``, or ``max_symbols`` < 1.
+    """
+    if max_symbols is not None and max_symbols < 1:
+        raise ValueError(f"max_symbols must be >= 1 or None, got {max_symbols}")
+    prediction, lstm_state = state.prediction, state.lstm_state
+    offset = state.decoded_frames
     tokens: list[DecodedToken] = []
-    t = 0
+    t = state.time_jump
     last_token_frame = -1
     tokens_on_last_frame = 0
     while t < num_frames:
@@ -76,15 +138,15 @@ def greedy_tdt_decode(
             t += duration
         if label == blank_id:
             break  # ran past the last frame while looking for a token
-        tokens.append(DecodedToken(label, label_frame, duration))
+        tokens.append(DecodedToken(label, offset + label_frame, duration))
         if last_token_frame == label_frame:
             tokens_on_last_frame += 1
         else:
             last_token_frame, tokens_on_last_frame = label_frame, 1
-        prediction, state = predict(label, state)
+        prediction, lstm_state = predict(label, lstm_state)
         if max_symbols is not None and t < num_frames and tokens_on_last_frame >= max_symbols and t == label_frame:
             t += 1
-    return tokens
+    return tokens, TdtDecoderState(prediction, lstm_state, t - num_frames, offset + num_frames)
 
 
 def _step(joint: JointFn, frame: int, prediction: Any, durations: Sequence[int], blank_id: int) -> tuple[int, int]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..decoding.tdt_greedy import DecodedToken, greedy_tdt_decode
+from ..decoding.tdt_greedy import DecodedToken, TdtDecoderState, greedy_tdt_decode_chunk, initial_decoder_state
 from ..decoding.timestamps import (Span, punctuation_of_vocab, segment_spans, set_seconds, token_spans,
                                    transcript_text, word_spans)
 from ..tokenizer import Tokenizer
@@ -61,13 +61,14 @@ class Transcriber:
         meta = self.model.metadata
         return meta.max_audio_samples / meta.sample_rate
 
-    def decode_tokens(self, audio: np.ndarray) -> tuple[list[DecodedToken], dict]:
-        """Run the four methods on one waveform and decode greedily.
+    def encode(self, audio: np.ndarray) -> tuple[torch.Tensor, int, dict]:
+        """Run ``preprocessor`` and ``encoder`` on one waveform.
 
         Args:
-            audio: float32 [samples] at the model's sample rate, at most ``max_audio_samples`` long.
+            audio: float32 [samples] at the model's sample rate, 1 .. ``max_audio_samples`` long.
         Returns:
-            (decoded tokens, stage timings in seconds: preprocess, encode, decode).
+            (projected encoder frames float32 [1, T_enc, J], valid encoder frames, timings in seconds:
+            preprocess, encode).
         Raises:
             AudioRangeError: the audio is longer than the .pte supports.
         """
@@ -76,10 +77,8 @@ class Transcriber:
         if n > meta.max_audio_samples:
             raise AudioRangeError(
                 f"audio is {n / meta.sample_rate:.2f} s long; this model.pte supports up to "
-                f"{self.max_audio_seconds:.2f} s. Split the audio, or re-export with a larger --max-audio-seconds.")
-        timings = {"preprocess": 0.0, "encode": 0.0, "decode": 0.0}
-        if n == 0:
-            return [], timings
+                f"{self.max_audio_seconds:.2f} s in one pass. Use buffered decoding (--chunk-seconds), split the "
+                "audio, or re-export with a larger --max-audio-seconds.")
         # The preprocessor takes a whole number of hops and at least its traced minimum; the zeros added here lie
         # past `length`, where NeMo's featurizer masks them out, exactly as batch padding in NeMo.
         padded = max(-(-n // meta.hop_length) * meta.hop_length, meta.min_audio_samples)
@@ -89,24 +88,51 @@ class Transcriber:
         features, feature_length = self.model.preprocessor(wave, n)
         t1 = time.perf_counter()
         encoded, num_frames = self.model.encoder(features, feature_length)
-        t2 = time.perf_counter()
-        frames = [encoded[:, t:t + 1, :].contiguous() for t in range(num_frames)]
-        tokens = greedy_tdt_decode(
-            num_frames,
+        return encoded, num_frames, {"preprocess": t1 - t0, "encode": time.perf_counter() - t1}
+
+    def initial_decoder_state(self) -> TdtDecoderState:
+        """The greedy decoder's state before the first frame (prediction network primed with blank)."""
+        return initial_decoder_state(self.model.decoder_step, self.model.initial_state(), self.model.metadata.blank_id)
+
+    def decode_frames(self, encoded: torch.Tensor, first: int, count: int,
+                      state: TdtDecoderState) -> tuple[list[DecodedToken], TdtDecoderState]:
+        """Greedy TDT decoding of encoder frames ``first .. first + count - 1`` of ``encoded`` ([1, T_enc, J]),
+        continuing from ``state``; returns the tokens (absolute frames) and the state after them."""
+        meta = self.model.metadata
+        frames = [encoded[:, t:t + 1, :].contiguous() for t in range(first, first + count)]
+        return greedy_tdt_decode_chunk(
+            count,
             joint=lambda t, prediction: self.model.joint(frames[t], prediction),
             predict=self.model.decoder_step,
-            initial_state=self.model.initial_state(),
+            state=state,
             blank_id=meta.blank_id,
             durations=meta.durations,
             max_symbols=meta.max_symbols_per_step,
         )
-        timings.update(preprocess=t1 - t0, encode=t2 - t1, decode=time.perf_counter() - t2)
+
+    def decode_tokens(self, audio: np.ndarray) -> tuple[list[DecodedToken], dict]:
+        """Run the four methods on one waveform and decode greedily (one pass over the whole audio).
+
+        Args:
+            audio: float32 [samples] at the model's sample rate, at most ``max_audio_samples`` long.
+        Returns:
+            (decoded tokens, stage timings in seconds: preprocess, encode, decode).
+        Raises:
+            AudioRangeError: the audio is longer than the .pte supports.
+        """
+        timings = {"preprocess": 0.0, "encode": 0.0, "decode": 0.0}
+        if int(audio.shape[0]) == 0:
+            return [], timings
+        encoded, num_frames, stage = self.encode(audio)
+        timings.update(stage)
+        t0 = time.perf_counter()
+        tokens, _ = self.decode_frames(encoded, 0, num_frames, self.initial_decoder_state())
+        timings["decode"] = time.perf_counter() - t0
         return tokens, timings
 
-    def transcribe(self, audio: np.ndarray) -> Transcript:
-        """Transcribe one waveform (float32 [samples] at the model's sample rate) with all timestamp levels."""
+    def transcript(self, tokens: list[DecodedToken], audio_seconds: float, timings: dict | None = None) -> Transcript:
+        """Text and token, word and segment spans (seconds) of decoded tokens, by NeMo's timestamp rules."""
         meta = self.model.metadata
-        tokens, timings = self.decode_tokens(audio)
         ids = [t.id for t in tokens]
         texts = [self.tokenizer.decode([i]) for i in ids]
         pieces = [self._pieces[i] for i in ids]
@@ -116,5 +142,9 @@ class Transcriber:
         for level in (spans, words, segments):
             set_seconds(level, meta.window_stride, meta.subsampling_factor)
         text = transcript_text(self.tokenizer.decode(ids), self._punctuation)
-        return Transcript(text, spans, words, segments, audio_seconds=audio.shape[0] / meta.sample_rate,
-                          timings=timings)
+        return Transcript(text, spans, words, segments, audio_seconds=audio_seconds, timings=dict(timings or {}))
+
+    def transcribe(self, audio: np.ndarray) -> Transcript:
+        """Transcribe one waveform (float32 [samples] at the model's sample rate) in one pass, all timestamp levels."""
+        tokens, timings = self.decode_tokens(audio)
+        return self.transcript(tokens, audio.shape[0] / self.model.metadata.sample_rate, timings)
