@@ -23,11 +23,14 @@ def render(transcripts: list[tuple[str, Transcript]], fmt: str, timestamps: str)
 
     Args:
         fmt: ``txt`` (text, then one ``[start - end] text`` line per span of the requested levels), ``json`` (one
-            object, or a list of objects with an ``audio`` key for several files), ``srt`` or ``vtt`` (cues from
-            segments).
+            object, or a list of objects with an ``audio`` key for several files), ``jsonl`` (one object with an
+            ``audio`` key per line), ``srt`` or ``vtt`` (cues from segments).
         timestamps: ``none``, ``token``, ``word``, ``segment`` or ``all``: which levels txt and json include.
     """
     levels = LEVELS[timestamps]
+    if fmt == "jsonl":
+        return "\n".join(json.dumps({"audio": name, **t.as_dict(levels)}, ensure_ascii=False)
+                         for name, t in transcripts)
     if fmt == "json":
         objs = [t.as_dict(levels) for _, t in transcripts]
         if len(objs) == 1:

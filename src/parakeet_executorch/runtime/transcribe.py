@@ -54,7 +54,7 @@ class Transcriber:
         self.model = model
         self.tokenizer = tokenizer
         self._pieces = [tokenizer.piece(i) for i in range(tokenizer.vocab_size)]
-        self._punctuation = punctuation_of_vocab(self._pieces)
+        self.punctuation = punctuation_of_vocab(self._pieces)
 
     @property
     def max_audio_seconds(self) -> float:
@@ -136,12 +136,12 @@ class Transcriber:
         ids = [t.id for t in tokens]
         texts = [self.tokenizer.decode([i]) for i in ids]
         pieces = [self._pieces[i] for i in ids]
-        spans = token_spans(tokens, texts, self._punctuation)
-        words = word_spans(spans, pieces, self.tokenizer.decode_pieces, self._punctuation)
+        spans = token_spans(tokens, texts, self.punctuation)
+        words = word_spans(spans, pieces, self.tokenizer.decode_pieces, self.punctuation)
         segments = segment_spans(words)
         for level in (spans, words, segments):
             set_seconds(level, meta.window_stride, meta.subsampling_factor)
-        text = transcript_text(self.tokenizer.decode(ids), self._punctuation)
+        text = transcript_text(self.tokenizer.decode(ids), self.punctuation)
         return Transcript(text, spans, words, segments, audio_seconds=audio_seconds, timings=dict(timings or {}))
 
     def transcribe(self, audio: np.ndarray) -> Transcript:

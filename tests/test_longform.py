@@ -1,0 +1,188 @@
+"""Buffered left | chunk | right decoding: token-exact with NeMo's own buffered decoding, equal to the single pass
+when the audio fits one window, independent of how the input is cut into blocks, and the CLI's long and live paths."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import SAMPLE_RATE, export_tiny, make_transcriber
+from nemo_reference import nemo_buffered_tokens
+from parakeet_executorch.runtime.buffered import BufferedDecoder, ContextError, ContextSize, transcribe_buffered
+
+
+def blocks_of(audio: np.ndarray, size: int):
+    return [audio[i:i + size] for i in range(0, len(audio), size)]
+
+
+def raw_tokens(transcriber, audio, context, block=7000, decode_partial_frame=False):
+    decoder = BufferedDecoder(transcriber, context, decode_partial_frame=decode_partial_frame)
+    tokens = []
+    for b in blocks_of(audio, block):
+        tokens += decoder.feed(b).tokens
+    tokens += decoder.finish().tokens
+    return [(t.id, t.frame) for t in tokens], decoder
+
+
+@pytest.fixture(scope="module")
+def long_jfk(jfk_audio) -> np.ndarray:
+    """jfk.wav six times with a little silence between: 68 s, past the .pte's 60 s bound."""
+    gap = np.zeros(int(0.37 * SAMPLE_RATE), np.float32)
+    return np.concatenate([np.concatenate([jfk_audio, gap])] * 6)
+
+
+@pytest.mark.parametrize("context", [ContextSize(10, 25, 5), ContextSize(2, 5, 2), ContextSize(0, 1, 1)],
+                         ids=["l10-c25-r5", "l2-c5-r2", "l0-c1-r1"])
+def test_tokens_equal_nemo_buffered_decoding(transcriber_xnnpack, nemo_model, long_jfk, context):
+    audio = long_jfk if context.chunk > 1 else long_jfk[: 20 * SAMPLE_RATE]  # NeMo's step per frame is slow
+    ours, decoder = raw_tokens(transcriber_xnnpack, audio, context)
+    ref = nemo_buffered_tokens(nemo_model, audio, context.left, context.chunk, context.right)
+    assert decoder.num_windows > 2 and len(ref) > 50
+    assert ours == ref
+
+
+def test_several_minutes_equal_nemo(transcriber_xnnpack, nemo_model, long_jfk):
+    audio = np.concatenate([long_jfk] * 3)  # 3.4 min
+    context = ContextSize(25, 125, 25)  # 2 s | 10 s | 2 s
+    ours, _ = raw_tokens(transcriber_xnnpack, audio, context, block=48000)
+    assert ours == nemo_buffered_tokens(nemo_model, audio, context.left, context.chunk, context.right)
+    frames = [f for _, f in ours]
+    assert frames == sorted(frames) and frames[-1] <= len(audio) / (160 * 8) + 1
+
+
+def test_demo_model_equals_nemo_buffered(demo_nemo, export_root, heldout_speech):
+    from parakeet_executorch.export.load import load_nemo_model
+
+    audio = np.concatenate([heldout_speech[0]] * 4)  # ~2.7 min of held-out speech
+    transcriber = make_transcriber(export_tiny(demo_nemo, export_root, "xnnpack"))
+    nemo = load_nemo_model(str(demo_nemo))
+    for context in (ContextSize(50, 100, 25), ContextSize(25, 25, 25)):
+        ours, _ = raw_tokens(transcriber, audio, context)
+        ref = nemo_buffered_tokens(nemo, audio, context.left, context.chunk, context.right)
+        assert len(ref) > 200 and ours == ref
+
+
+def test_one_window_gives_the_single_pass_result(transcriber_xnnpack, jfk_audio):
+    single = transcriber_xnnpack.transcribe(jfk_audio)
+    buffered = transcribe_buffered(transcriber_xnnpack, blocks_of(jfk_audio, 5000), ContextSize(10, 125, 25))
+    assert [(s.id, s.start, s.end) for s in buffered.tokens] == [(s.id, s.start, s.end) for s in single.tokens]
+    assert buffered.text == single.text and buffered.timings["windows"] == 1
+
+
+def test_final_partial_frame_is_decoded_only_on_request(transcriber_xnnpack, long_jfk):
+    context = ContextSize(10, 25, 5)
+    nemo_like, _ = raw_tokens(transcriber_xnnpack, long_jfk, context, decode_partial_frame=False)
+    ours, _ = raw_tokens(transcriber_xnnpack, long_jfk, context, decode_partial_frame=True)
+    assert ours[:len(nemo_like)] == nemo_like  # the extra frame only adds at the end
+
+
+@pytest.mark.parametrize("block", [1, 999, 16000, 10**7])
+def test_block_sizes_do_not_change_the_tokens(transcriber_xnnpack, long_jfk, block):
+    audio = long_jfk[: 25 * SAMPLE_RATE]
+    reference, _ = raw_tokens(transcriber_xnnpack, audio, ContextSize(5, 20, 5), block=10**8)
+    got, decoder = raw_tokens(transcriber_xnnpack, audio, ContextSize(5, 20, 5), block=block)
+    assert got == reference
+    assert decoder._buffer.size == 0  # released at the end
+
+
+def test_memory_is_bounded_by_one_window(transcriber_xnnpack, long_jfk):
+    context = ContextSize(5, 20, 5)
+    decoder = BufferedDecoder(transcriber_xnnpack, context)
+    biggest = 0
+    for b in blocks_of(long_jfk, 4000):
+        decoder.feed(b)
+        biggest = max(biggest, decoder._buffer.size)
+    assert biggest <= decoder.window_samples + context.chunk * decoder.frame_samples + 4000
+
+
+def test_context_errors(transcriber_xnnpack):
+    with pytest.raises(ContextError, match="shorter than one encoder frame"):
+        ContextSize.from_seconds(1, 0.05, 1, 0.01, 8)
+    with pytest.raises(ContextError, match="non-negative"):
+        ContextSize.from_seconds(-1, 2, 1, 0.01, 8)
+    with pytest.raises(ContextError, match="longer than this model.pte's 60.00 s"):
+        BufferedDecoder(transcriber_xnnpack, ContextSize.from_seconds(30, 30, 5, 0.01, 8))
+    assert ContextSize.from_seconds(10, 1.6, 1.6, 0.01, 8) == ContextSize(125, 20, 20)  # NeMo's rounding
+
+
+def test_file_reader_gives_the_loaded_waveform(jfk_path, clips_dir):
+    from parakeet_executorch.audio import load_audio
+    from parakeet_executorch.audio_stream import read_blocks
+
+    same_rate = np.concatenate(list(read_blocks(jfk_path, SAMPLE_RATE, block_frames=5000)))
+    assert np.array_equal(same_rate, load_audio(jfk_path, SAMPLE_RATE))
+    stereo = clips_dir / "jfk_48k_stereo.wav"
+    streamed = np.concatenate(list(read_blocks(stereo, SAMPLE_RATE, block_frames=30000)))
+    whole = load_audio(stereo, SAMPLE_RATE)
+    assert abs(len(streamed) - len(whole)) <= 1
+    n = min(len(streamed), len(whole))
+    assert np.abs(streamed[:n] - whole[:n]).max() < 1e-3  # libsoxr's streaming and one-shot filters agree
+
+
+def cli(*args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "parakeet_executorch.runtime.cli", *args], input=stdin,
+                          capture_output=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def long_wav(tmp_path_factory, long_jfk):
+    import soundfile as sf
+
+    path = tmp_path_factory.mktemp("long") / "long.wav"
+    sf.write(str(path), long_jfk, SAMPLE_RATE, subtype="PCM_16")
+    return path
+
+
+def test_cli_transcribes_past_the_bound_and_stdin_matches(exported_xnnpack, long_wav):
+    import soundfile as sf
+
+    model = str(exported_xnnpack / "model.pte")
+    flags = ["--chunk-seconds", "8", "--left-context-seconds", "4", "--right-context-seconds", "2"]
+    files = cli("--model", model, str(long_wav), "--format", "json", "--quiet", *flags)
+    assert files.returncode == 0, files.stderr.decode()[-2000:]
+    result = json.loads(files.stdout)
+    assert result["words"] and result["tokens"][-1]["end"] > 60
+    starts = [t["start"] for t in result["tokens"]]
+    assert starts == sorted(starts)
+    pcm, _ = sf.read(str(long_wav), dtype="int16")
+    live = cli("--model", model, "--stream", "-", "--format", "jsonl", *flags, stdin=pcm.tobytes())
+    assert live.returncode == 0, live.stderr.decode()[-2000:]
+    chunks = [json.loads(line) for line in live.stdout.decode().splitlines()]
+    assert len(chunks) >= 7 and all(c["final"] for c in chunks)
+    assert [t["id"] for c in chunks for t in c["tokens"]] == [t["id"] for t in result["tokens"]]
+    assert "".join(c["text"] for c in chunks).strip() == result["text"]
+
+
+@pytest.mark.parametrize("stdin, flags, message", [
+    (b"", [], None),
+    (b"RIFF\x00\x00\x00\x00WAVEfmt ", [], "holds a WAV file, not raw PCM"),
+    (b"\x01\x02\x03", [], "ended inside a frame"),
+    (b"\x00" * 64, ["--chunk-seconds", "0.01"], "shorter than one encoder frame"),
+    (b"\x00" * 64, ["--right-context-seconds", "-1"], "non-negative"),
+    (b"\x00" * 64, ["--left-context-seconds", "70"], "longer than this model.pte's"),
+])
+def test_cli_stream_edge_cases(exported_xnnpack, stdin, flags, message):
+    proc = cli("--model", str(exported_xnnpack / "model.pte"), "--stream", "-", *flags, stdin=stdin)
+    err = proc.stderr.decode()
+    if message is None:
+        assert proc.returncode == 0 and proc.stdout.decode().strip() == "", err[-1000:]
+    else:
+        assert proc.returncode == 2 and message in err.splitlines()[-1]
+        assert proc.stdout == b""
+
+
+def test_cli_usage_errors(exported_xnnpack, long_wav):
+    model = str(exported_xnnpack / "model.pte")
+    for args, message in ((["--stream", "x.raw"], "--stream takes '-'"),
+                          ([str(long_wav), "--stream", "-"], "exclusive"),
+                          ([], "no input"),
+                          (["--stream", "-", "--format", "srt"], "needs the whole transcript")):
+        proc = cli("--model", model, *args)
+        assert proc.returncode == 2 and message in proc.stderr.decode()
+    one_pass = cli("--model", model, str(long_wav), "--chunk-seconds", "0")
+    assert one_pass.returncode == 2 and "supports up to 60.00 s in one pass" in one_pass.stderr.decode()
+    assert one_pass.stdout == b""
