@@ -136,7 +136,8 @@ def transcribe_files(transcriber, paths, options: LongFormOptions | None = None,
             windows = transcript.timings.get("windows")
             how = f"; {windows} windows" if windows else ""
             rtfx = transcript.audio_seconds / wall if wall > 0 else float("inf")
-            print(f"{path}: {transcript.audio_seconds:.2f} s of audio{how}; {stages}; RTFx {rtfx:.1f}",
+            print(f"{path}: {transcript.audio_seconds:.2f} s of audio{how}; {stages}; wall: {wall:.3f} s; "
+                  f"RTFx {rtfx:.1f}",
                   file=sys.stderr)
         results.append((path, transcript))
     return results

@@ -1,0 +1,221 @@
+"""Long-form and live transcription at full size: buffered decoding's RTFx and peak RSS against the single pass,
+over 1, 10 and 60 minutes, through the Python and C++ runners, and the live path's token latency.
+
+    python benchmarks/bench_longform.py --out /tmp/bench_longform                    # full size, 8da4w
+    python benchmarks/bench_longform.py --size tiny --minutes 1 3 --out /tmp/lf_tiny  # a quick check
+
+Steps: build the random-weight test model with a realistic token rate (``_bench_worker.py prepare``, as
+``bench_transcribe.py`` does), export one recipe (default xnnpack 8da4w, ``--max-audio-seconds 60``), write
+jfk.wav looped to 60 s and to each ``--minutes`` length, then run each transcription in a fresh process
+(peak RSS from ``os.wait4``; RTFx = audio seconds / the runner's own wall time for the file, load excluded):
+
+- single pass of the 60 s file (``--chunk-seconds 0``), the reference speed;
+- buffered decoding with the default contexts of each length, both runners;
+- the live path at a low-latency setting: 30 s of the audio fed in real time, 0.1 s blocks, and for each token the
+  delay from the arrival of the sample that ends it to the moment the token is returned (median and p95), beside the
+  theoretical floor (chunk + right context).
+
+Prints a table and writes results.json and results.md in --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+WORKER = HERE / "_bench_worker.py"
+JFK = Path(os.environ.get("PARAKEET_SHARED_AUDIO", REPO.parent / "shared" / "audio")) / "jfk.wav"
+CPP_RUNNER = REPO / "cmake-out" / "examples" / "parakeet" / "parakeet_runner"
+RECIPES = {"8da4w": ("xnnpack", "8da4w"), "8da8w": ("xnnpack", "8da8w"), "fp32": ("xnnpack", "none"),
+           "fpa4w": ("xnnpack", "fpa4w")}
+WALL = re.compile(r"wall: ([0-9.]+) s")
+STAGES = re.compile(r"(preprocess|encode|decode): ([0-9.]+) s")
+
+
+def run_measured(cmd: list[str], log: Path, stdin=None) -> dict:
+    """Run ``cmd``; wall time, peak RSS (MiB, os.wait4) and the runner's stderr figures."""
+    t0 = time.perf_counter()
+    with open(log, "w") as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, stdin=stdin)
+        out = proc.stdout.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+    text = log.read_text()
+    rec = {"rc": os.waitstatus_to_exitcode(status), "process_s": round(time.perf_counter() - t0, 2),
+           "peak_rss_mb": round(usage.ru_maxrss / 1024, 1), "stdout_chars": len(out)}
+    m = WALL.findall(text)
+    if m:
+        rec["wall_s"] = float(m[-1])
+    rec["stages"] = {k: float(v) for k, v in STAGES.findall(text)}
+    return rec
+
+
+def cpp_wall(rec: dict) -> float | None:
+    return rec.get("wall_s") or (sum(rec["stages"].values()) if rec["stages"] else None)
+
+
+def write_audio(out: Path, seconds: float) -> Path:
+    import numpy as np
+    import soundfile as sf
+
+    path = out / f"audio_{seconds:g}s.wav"
+    if not path.exists():
+        jfk, rate = sf.read(str(JFK), dtype="int16")
+        reps = int(np.ceil(seconds * rate / len(jfk)))
+        with sf.SoundFile(str(path), "w", rate, 1, subtype="PCM_16") as f:
+            for _ in range(reps - 1):
+                f.write(jfk)
+            f.write(jfk[: int(seconds * rate) - (reps - 1) * len(jfk)])
+    return path
+
+
+def live_latency(pte: Path, wav: Path, seconds: float, left: float, chunk: float, right: float) -> dict:
+    """Feed ``seconds`` of ``wav`` in real time (0.1 s blocks) to a StreamingTranscriber; token delays."""
+    import numpy as np
+
+    from parakeet_executorch.audio import load_audio
+    from parakeet_executorch.runtime.buffered import ContextSize
+    from parakeet_executorch.runtime.cli import load_transcriber
+    from parakeet_executorch.runtime.streaming import StreamingTranscriber
+
+    transcriber = load_transcriber(pte)
+    meta = transcriber.model.metadata
+    audio = load_audio(wav, meta.sample_rate)[: int(seconds * meta.sample_rate)]
+    context = ContextSize.from_seconds(left, chunk, right, meta.window_stride, meta.subsampling_factor)
+    stream = StreamingTranscriber(transcriber, context)
+    block = meta.sample_rate // 10
+    delays = []
+    behind = 0.0
+    start = time.perf_counter()
+    for i in range(0, len(audio), block):
+        arrival = (i + block) / meta.sample_rate  # the block is complete at this audio time
+        now = time.perf_counter() - start
+        if now < arrival:
+            time.sleep(arrival - now)
+        else:
+            behind = max(behind, now - arrival)
+        result = stream.feed(audio[i:i + block])
+        returned = time.perf_counter() - start
+        delays += [returned - min(s.end, arrival) for s in result.tokens]
+    delays.sort()
+    frame = meta.window_stride * meta.subsampling_factor
+    return {"audio_s": seconds, "left_s": context.left * frame, "chunk_s": context.chunk * frame,
+            "right_s": context.right * frame, "floor_s": (context.chunk + context.right) * frame,
+            "tokens": len(delays), "median_s": round(statistics.median(delays), 3) if delays else None,
+            "p95_s": round(delays[int(0.95 * (len(delays) - 1))], 3) if delays else None,
+            "max_behind_real_time_s": round(behind, 3)}
+
+
+def markdown(res: dict) -> str:
+    lines = [f"# Long-form transcription, {res['size']} model, {res['recipe']} ({res['host']})", "",
+             f".pte {res['pte_mb']} MiB; threads: {res['threads']}; default contexts (left | chunk | right): "
+             f"{res['context']}", "",
+             "| runner | audio | mode | RTFx | vs single pass 60 s | peak RSS MiB | RSS / .pte | RSS vs 1 min |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in res["runs"]:
+        lines.append(f"| {r['runner']} | {r['audio_s'] / 60:g} min | {r['mode']} | {r.get('rtfx', '-')} | "
+                     f"{r.get('vs_single', '-')} | {r['peak_rss_mb']} | {r.get('rss_vs_pte', '-')} | "
+                     f"{r.get('rss_vs_1min', '-')} |")
+    if res.get("live"):
+        lv = res["live"]
+        lines += ["", f"Live path ({lv['audio_s']:g} s fed in real time, 0.1 s blocks; left {lv['left_s']:.2f} s, "
+                      f"chunk {lv['chunk_s']:.2f} s, right {lv['right_s']:.2f} s): token delay median "
+                      f"{lv['median_s']} s, p95 {lv['p95_s']} s over {lv['tokens']} tokens; theoretical floor "
+                      f"{lv['floor_s']:.2f} s; at most {lv['max_behind_real_time_s']} s behind real time."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--size", choices=("tiny", "small", "full"), default="full")
+    ap.add_argument("--recipe", choices=sorted(RECIPES), default="8da4w")
+    ap.add_argument("--minutes", type=float, nargs="+", default=[1.0, 10.0, 60.0])
+    ap.add_argument("--model", type=Path, help="a prepared (biased) .nemo to reuse")
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--live-seconds", type=float, default=30.0, help="0 skips the live measurement")
+    ap.add_argument("--no-cpp", action="store_true")
+    ap.add_argument("--prepare-only", action="store_true", help="build the model and export, time nothing")
+    args = ap.parse_args(argv)
+    out: Path = args.out
+    (out / "logs").mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
+    py = [sys.executable, "-m", "parakeet_executorch.runtime.cli"]
+
+    nemo = args.model or out / f"bench_{args.size}.nemo"
+    if not nemo.exists():
+        import numpy as np
+        import soundfile as sf
+
+        tune = out / "tune.npy"
+        audio, _ = sf.read(str(JFK), dtype="float32")
+        np.save(tune, audio)
+        subprocess.run([sys.executable, str(WORKER), "prepare", f"build:{args.size}:0", str(nemo), str(tune), "3.0",
+                        "auto", str(out / "model.json")], check=True, env=env)
+    pte_dir = out / "pte" / args.recipe
+    if not (pte_dir / "model.pte").exists():
+        backend, q = RECIPES[args.recipe]
+        subprocess.run(py[:2] + ["parakeet_executorch.export.cli", "--model", str(nemo), "--backend", backend,
+                                 "--quantize", q, "--max-audio-seconds", "60", "--output-dir", str(pte_dir)],
+                       check=True, env=env, stdout=subprocess.DEVNULL)
+    pte = pte_dir / "model.pte"
+    if args.prepare_only:
+        return 0
+    pte_mb = round(pte.stat().st_size / 2**20, 1)
+
+    from bench_transcribe import cpu_name
+
+    from parakeet_executorch.runtime.cli import FILE_CONTEXT
+
+    runs = []
+    wav60 = write_audio(out, 60)
+    single = run_measured(py + ["--model", str(pte), str(wav60), "--chunk-seconds", "0"],
+                          out / "logs" / "py_single_60s.log")
+    runs.append({"runner": "Python", "audio_s": 60, "mode": "single pass", **single})
+    base = {"Python": single.get("wall_s")}
+    have_cpp = CPP_RUNNER.exists() and not args.no_cpp
+    if have_cpp:
+        c = run_measured([str(CPP_RUNNER), "--model_path", str(pte), "--audio_path", str(wav60),
+                          "--chunk_seconds", "0"], out / "logs" / "cpp_single_60s.log")
+        runs.append({"runner": "C++", "audio_s": 60, "mode": "single pass", **c})
+        base["C++"] = cpp_wall(c)
+    for minutes in args.minutes:
+        wav = write_audio(out, minutes * 60)
+        r = run_measured(py + ["--model", str(pte), str(wav)], out / "logs" / f"py_{minutes:g}min.log")
+        runs.append({"runner": "Python", "audio_s": minutes * 60, "mode": "buffered", **r})
+        if have_cpp:
+            c = run_measured([str(CPP_RUNNER), "--model_path", str(pte), "--audio_path", str(wav)],
+                             out / "logs" / f"cpp_{minutes:g}min.log")
+            runs.append({"runner": "C++", "audio_s": minutes * 60, "mode": "buffered", **c})
+    one_min = {r["runner"]: r["peak_rss_mb"] for r in runs if r["mode"] == "buffered" and r["audio_s"] == 60}
+    for r in runs:
+        wall = r.get("wall_s") if r["runner"] == "Python" else cpp_wall(r)
+        if wall:
+            r["rtfx"] = round(r["audio_s"] / wall, 2)
+            b = base.get(r["runner"])
+            if b:
+                r["vs_single"] = round((r["audio_s"] / wall) / (60 / b), 3)
+        r["rss_vs_pte"] = round(r["peak_rss_mb"] / pte_mb, 2)
+        if r["runner"] in one_min and r["mode"] == "buffered":
+            r["rss_vs_1min"] = round(r["peak_rss_mb"] / one_min[r["runner"]], 3)
+    live = live_latency(pte, wav60, args.live_seconds, 10.0, 1.6, 1.6) if args.live_seconds > 0 else None
+    res = {"size": args.size, "recipe": args.recipe, "pte_mb": pte_mb, "threads": args.threads,
+           "host": f"{cpu_name()}, {os.cpu_count()} cores",
+           "context": " | ".join(f"{s:g} s" for s in FILE_CONTEXT), "runs": runs, "live": live}
+    (out / "results.json").write_text(json.dumps(res, indent=2))
+    md = markdown(res)
+    (out / "results.md").write_text(md)
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
