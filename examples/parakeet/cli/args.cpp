@@ -44,12 +44,12 @@ std::string usage() {
 namespace {
 
 double parse_seconds(const std::string& flag, const std::string& value) {
-  // strtod reads what Python's float() reads here (decimal, exponent, inf, nan), surrounding spaces included.
-  errno = 0;
+  // strtod reads what Python's float() reads here (decimal, exponent, inf, nan), surrounding spaces included; an
+  // overflow gives inf as float('1e400') does, which the context checks then reject by name.
   char* end = nullptr;
   const double v = std::strtod(value.c_str(), &end);
   while (end && *end == ' ') ++end;
-  if (value.empty() || end == value.c_str() || *end != '\0' || errno == ERANGE) {
+  if (value.empty() || end == value.c_str() || *end != '\0') {
     throw UsageError(flag + " must be a number of seconds, not '" + value + "'");
   }
   return v;
