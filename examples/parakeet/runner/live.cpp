@@ -23,13 +23,16 @@ double round3(double v) {
   return std::strtod(buf, nullptr);
 }
 
-// str.lstrip() / str.strip(): whitespace as Python's str.isspace() sees it.
+// str.lstrip() / str.strip(): whitespace as Python's str.isspace() sees it. Only the whitespace is re-encoded
+// (to count its bytes); the rest of the text is kept byte for byte.
 std::string strip(const std::string& s, bool right) {
   const auto cps = utf8::decode(s);
   size_t b = 0, e = cps.size();
   while (b < e && utf8::is_space(cps[b])) ++b;
   while (right && e > b && utf8::is_space(cps[e - 1])) --e;
-  return utf8::encode(std::vector<char32_t>(cps.begin() + b, cps.begin() + e));
+  const size_t head = utf8::encode(std::vector<char32_t>(cps.begin(), cps.begin() + b)).size();
+  const size_t tail = utf8::encode(std::vector<char32_t>(cps.begin() + e, cps.end())).size();
+  return s.substr(head, s.size() - head - tail);
 }
 
 class Printer {
