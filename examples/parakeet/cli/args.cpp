@@ -20,7 +20,7 @@ std::string usage() {
          "Transcribes AUDIO (WAV/FLAC/OGG/MP3, any rate and channel count) with a Parakeet TDT .pte exported by\n"
          "parakeet-export. The transcript goes to stdout; stage timings and RTFx go to stderr.\n"
          "  --tokenizer_path  default: tokenizer.model next to the model\n"
-         "  --timestamps      default: none for text, all for json\n"
+         "  --timestamps      default: none for text, all for json and jsonl\n"
          "  --verbose         also print ExecuTorch's own log lines\n"
          "  --quiet           no progress bar or per-file timings on stderr\n"
          "  --format jsonl    one JSON object per line: per file, or per decoded chunk with --stream\n"
