@@ -201,8 +201,10 @@ def test_audio_longer_than_the_pte_supports(runner, exported_xnnpack, tmp_path):
     meta = make_transcriber(exported_xnnpack).model.metadata
     long = tmp_path / "long.wav"
     sf.write(str(long), np.zeros(meta.max_audio_samples + meta.sample_rate, np.float32), meta.sample_rate)
-    proc = run_runner(runner, exported_xnnpack, long)
-    assert_clean_error(proc, "supports up to", "--max-audio-seconds")
+    proc = run_runner(runner, exported_xnnpack, long, "--chunk_seconds", "0")  # one pass only
+    assert_clean_error(proc, "supports up to", "in one pass", "--chunk_seconds", "--max-audio-seconds")
+    buffered = run_runner(runner, exported_xnnpack, long)  # by default such a file is decoded buffered
+    assert buffered.returncode == 0 and "; 2 windows;" in buffered.stderr, buffered.stderr
 
 
 def test_file_that_is_not_a_pte(runner, tmp_path, jfk_path):
@@ -268,10 +270,249 @@ def test_tokenizer_file_that_is_not_sentencepiece(runner, exported_xnnpack, tmp_
 @pytest.mark.parametrize("args, fragment", [
     ([], "--model_path is required"),
     (["--model_path", "m.pte"], "--audio_path is required"),
-    (["--model_path", "m.pte", "--audio_path", "a.wav", "--format", "srt"], "--format must be text or json"),
+    (["--model_path", "m.pte", "--audio_path", "a.wav", "--format", "srt"], "--format must be text, json or jsonl"),
     (["--model_path", "m.pte", "--audio_path", "a.wav", "--timestamps", "char"], "--timestamps must be"),
     (["--bogus"], "unknown argument"),
+    (["--model_path", "m.pte", "--stream", "x.raw"], "--stream takes '-'"),
+    (["--model_path", "m.pte", "--stream", "-", "--audio_path", "a.wav"], "exclusive"),
+    (["--model_path", "m.pte", "--stream", "-", "--format", "json"], "needs the whole transcript"),
+    (["--model_path", "m.pte", "--stream", "-", "--chunk_seconds", "0"], "cannot be used with --stream"),
+    (["--model_path", "m.pte", "--stream", "-", "--stream_rate", "0"], "must be positive"),
+    (["--model_path", "m.pte", "--audio_path", "a.wav", "--chunk_seconds", "ten"], "must be a number of seconds"),
 ])
 def test_bad_arguments(runner, args, fragment):
     proc = subprocess.run([str(runner), *args], capture_output=True, text=True, timeout=60)
     assert_clean_error(proc, fragment)
+
+
+# ---- long and live audio: buffered decoding, block readers, --stream - ---------------------------------------------
+
+AUDIO_BLOCKS = RUNNER.parent / "parakeet_audio_blocks"
+SMALL_CONTEXT = ["--chunk_seconds", "8", "--left_context_seconds", "4", "--right_context_seconds", "2"]
+
+
+@pytest.fixture(scope="module")
+def long_clips(tmp_path_factory, jfk_audio) -> dict:
+    """jfk.wav six times with a little silence between (68 s, past the .pte's 60 s bound) at 16 kHz and 44.1 kHz
+    PCM16, a 48 kHz stereo copy, and the 16 kHz samples as raw PCM16."""
+    import soundfile as sf
+    import soxr
+
+    gap = np.zeros(int(0.37 * SAMPLE_RATE), np.float32)
+    long = np.concatenate([np.concatenate([jfk_audio, gap])] * 6)
+    d = tmp_path_factory.mktemp("long")
+    sf.write(str(d / "long16.wav"), long, SAMPLE_RATE, subtype="PCM_16")
+    sf.write(str(d / "long44.wav"), soxr.resample(long, SAMPLE_RATE, 44100), 44100, subtype="PCM_16")
+    up = soxr.resample(long, SAMPLE_RATE, 48000)
+    sf.write(str(d / "long48_stereo.wav"), np.stack([0.9 * up, 0.6 * up], axis=1), 48000, subtype="PCM_16")
+    pcm, _ = sf.read(str(d / "long16.wav"), dtype="int16")
+    return {"16k": d / "long16.wav", "44k": d / "long44.wav", "48k_stereo": d / "long48_stereo.wav",
+            "raw16": pcm.tobytes()}
+
+
+def pcm_bytes(path: Path) -> bytes:
+    import soundfile as sf
+
+    return sf.read(str(path), dtype="int16", always_2d=True)[0].tobytes()
+
+
+# The C++ runner's flags and usage are its own (underscores, --audio_path); otherwise its messages are the Python
+# runner's word for word.
+_PYTHON_SPELLING = {"--chunk_seconds": "--chunk-seconds", "--left_context_seconds": "--left-context-seconds",
+                    "--right_context_seconds": "--right-context-seconds", "--stream_rate": "--stream-rate",
+                    "--stream_channels": "--stream-channels", "pass the file with --audio_path":
+                    "pass the file as an argument", "text": "txt"}
+
+
+def cpp_error_as_python(line: str) -> str:
+    for cpp, py in _PYTHON_SPELLING.items():
+        if cpp.startswith("--") or " " in cpp:
+            line = line.replace(cpp, py)
+    return line.replace(ERROR_PREFIX, "parakeet-transcribe: error: ")
+
+
+def python_cli(transcriber, audio: Path | None, args: list[str], stdin: bytes | None = None):
+    """parakeet-transcribe's main() in this process (the session's transcriber, stdin from bytes): (exit code,
+    stdout, stderr). Its argument spellings are translated from the C++ runner's."""
+    import contextlib
+    import io
+    from unittest import mock
+
+    from parakeet_executorch.runtime import cli
+
+    argv = ["--model", "unused.pte", *([str(audio)] if audio is not None else []),
+            *(_PYTHON_SPELLING.get(a, a) for a in args)]
+    out, err = io.StringIO(), io.StringIO()
+    with mock.patch.object(cli, "load_transcriber", lambda *_a, **_k: transcriber), \
+            mock.patch("parakeet_executorch.audio_stream.stdin_binary", lambda: io.BytesIO(stdin or b"")), \
+            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.main(argv)
+        except SystemExit as exc:
+            code = exc.code
+    return code, out.getvalue(), err.getvalue()
+
+
+def cpp_cli(runner: Path, folder: Path, audio: Path | None, args: list[str], stdin: bytes | None = None):
+    cmd = [str(runner), "--model_path", str(folder / "model.pte")]
+    cmd += ["--audio_path", str(audio)] if audio is not None else []
+    proc = subprocess.run(cmd + args, input=stdin if stdin is not None else b"", capture_output=True, timeout=600)
+    return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+
+
+def test_block_readers_give_python_samples(runner, long_clips, tmp_path):
+    """The file and PCM readers resample with libsoxr exactly as audio_stream.py (python-soxr's ResampleStream):
+    same blocks, same samples, at 48 kHz stereo and 44.1 kHz mono, each longer than one 65536-frame block."""
+    from parakeet_executorch.audio_stream import read_blocks, read_pcm_blocks
+
+    def cpp_blocks(args, stdin=None):
+        feed = {"stdin": stdin} if hasattr(stdin, "read") else {"input": stdin}
+        proc = subprocess.run([str(AUDIO_BLOCKS), *args], **feed, capture_output=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr.decode()
+        return np.frombuffer(proc.stdout, np.float32), [int(n) for n in proc.stderr.split()]
+
+    for name, rate, channels in (("48k_stereo", 48000, 2), ("44k", 44100, 1), ("16k", SAMPLE_RATE, 1)):
+        path = long_clips[name]
+        py = list(read_blocks(path, SAMPLE_RATE))
+        samples, lengths = cpp_blocks([str(path), str(SAMPLE_RATE)])
+        assert len(py) > 10 and lengths == [len(b) for b in py]
+        assert np.array_equal(samples, np.concatenate(py)), name
+        raw = pcm_bytes(path)
+        raw_file = tmp_path / f"{name}.raw"
+        raw_file.write_bytes(raw)
+        with open(raw_file, "rb") as f:
+            py = list(read_pcm_blocks(f, rate, channels, SAMPLE_RATE))
+        pcm_args = ["-", str(rate), str(channels), str(SAMPLE_RATE)]
+        with open(raw_file, "rb") as f:
+            samples, lengths = cpp_blocks(pcm_args, stdin=f)
+        assert lengths == [len(b) for b in py]
+        assert np.array_equal(samples, np.concatenate(py)), name
+        # Through a pipe a read takes what is there, so the blocks differ; libsoxr's samples do not.
+        assert np.array_equal(cpp_blocks(pcm_args, stdin=raw)[0], samples), name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("clip", ["16k", "44k"])
+def test_long_file_small_contexts_match_python(runner, exported_xnnpack, transcriber_xnnpack, long_clips, clip):
+    path = long_clips[clip]
+    args = ["--format", "json", *SMALL_CONTEXT]
+    code, cpp_out, cpp_err = cpp_cli(runner, exported_xnnpack, path, args)
+    assert code == 0, cpp_err
+    py_code, py_out, py_err = python_cli(transcriber_xnnpack, path, args)
+    assert py_code == 0, py_err
+    result = json.loads(cpp_out)
+    assert len(result["tokens"]) > 100 and result["tokens"][-1]["end"] > 60
+    assert cpp_out == py_out  # byte for byte
+    assert "68.22 s of audio; 9 windows;" in cpp_err and "68.22 s of audio; 9 windows;" in py_err
+
+
+@pytest.mark.slow
+def test_long_file_default_contexts_match_python(runner, exported_xnnpack, transcriber_xnnpack, long_clips):
+    for clip, fmt in (("16k", "json"), ("44k", "jsonl")):
+        args = ["--format", fmt]
+        code, cpp_out, cpp_err = cpp_cli(runner, exported_xnnpack, long_clips[clip], args)
+        assert code == 0, cpp_err
+        assert cpp_out == python_cli(transcriber_xnnpack, long_clips[clip], args)[1]
+        assert "; 2 windows;" in cpp_err  # 4 | 48 | 4 s over 68 s
+    quiet = cpp_cli(runner, exported_xnnpack, long_clips["16k"], ["--quiet", *SMALL_CONTEXT])
+    assert quiet[0] == 0 and quiet[2].splitlines()[1:] == []  # the load time only
+
+
+@pytest.mark.slow
+def test_long_file_progress_bar_on_a_terminal(runner, exported_xnnpack, jfk_path):
+    """A plain text bar on stderr when it is a terminal, cleared at the end; stdout unchanged."""
+    import os
+    import pty
+
+    args = [str(runner), "--model_path", str(exported_xnnpack / "model.pte"), "--audio_path", str(jfk_path),
+            "--chunk_seconds", "2", "--right_context_seconds", "1"]
+    plain = subprocess.run(args, capture_output=True, timeout=120)
+    controller, terminal = pty.openpty()
+    try:
+        proc = subprocess.run(args, stdout=subprocess.PIPE, stderr=terminal, timeout=120)
+        os.close(terminal)
+        terminal = -1
+        seen = b""
+        while True:
+            try:
+                data = os.read(controller, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            seen += data
+    finally:
+        os.close(controller)
+        if terminal >= 0:
+            os.close(terminal)
+    assert proc.returncode == 0 and proc.stdout == plain.stdout
+    assert b"s audio [" in seen and b"100%|" in seen and b"\r\x1b[K" in seen
+    assert b"s audio [" not in plain.stderr  # not on a pipe
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, args", [
+    ("jsonl-small", ["--format", "jsonl", *SMALL_CONTEXT]),
+    ("text-live-defaults", []),
+    ("jsonl-44k-stereo-partial", ["--format", "jsonl", "--partial", "--stream_rate", "44100",
+                                  "--stream_channels", "2", "--timestamps", "none"]),
+])
+def test_stdin_stream_matches_python(runner, exported_xnnpack, transcriber_xnnpack, long_clips, tmp_path, name, args):
+    if "--stream_channels" in args:
+        import soundfile as sf
+        import soxr
+
+        mono, _ = sf.read(str(long_clips["16k"]), dtype="float32", frames=20 * SAMPLE_RATE)
+        up = soxr.resample(mono, SAMPLE_RATE, 44100)
+        sf.write(str(tmp_path / "s.wav"), np.stack([0.9 * up, 0.5 * up], axis=1), 44100, subtype="PCM_16")
+        stdin = pcm_bytes(tmp_path / "s.wav")
+    else:
+        stdin = long_clips["raw16"]
+    code, cpp_out, cpp_err = cpp_cli(runner, exported_xnnpack, None, ["--stream", "-", *args], stdin=stdin)
+    assert code == 0, cpp_err
+    py_code, py_out, py_err = python_cli(transcriber_xnnpack, None, ["--stream", "-", *args], stdin=stdin)
+    assert py_code == 0, py_err
+    assert cpp_out == py_out  # byte for byte: the same chunks, keys, rounding and text
+    if "jsonl" in args:
+        chunks = [json.loads(line) for line in cpp_out.splitlines()]
+        assert len(chunks) >= 7 and all(c["final"] for c in chunks)
+        assert ("draft" in chunks[0]) == ("--partial" in args)
+    else:
+        assert cpp_out.endswith("\n") and len(cpp_out) > 100
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("audio, stdin, args", [
+    (None, b"\x00" * 64, ["--right_context_seconds", "-1"]),
+    (None, b"\x00" * 64, ["--chunk_seconds", "0.01"]),
+    (None, b"\x00" * 64, ["--left_context_seconds", "70"]),
+    (None, b"\x00" * 64, ["--chunk_seconds", "inf"]),
+    ("jfk", None, ["--left_context_seconds", "-2"]),
+    ("jfk", None, ["--chunk_seconds", "50", "--right_context_seconds", "30"]),
+    ("long", None, ["--chunk_seconds", "0"]),
+    (None, "wav", []),
+    (None, b"\x01\x02\x03", []),
+    (None, b"\x00" * 6002, ["--stream_channels", "2"]),
+    (None, b"", []),
+    (None, b"", ["--format", "jsonl"]),
+], ids=["negative", "chunk-below-a-frame", "window-past-bound", "inf", "file-negative", "file-window-past-bound",
+        "one-pass-past-bound", "wav-on-stdin", "mid-frame", "mid-frame-stereo", "empty", "empty-jsonl"])
+def test_bad_long_and_live_input(runner, exported_xnnpack, transcriber_xnnpack, jfk_path, long_clips, audio, stdin,
+                                 args):
+    """Exit 2 with one error line, the Python runner's message (in the C++ runner's spelling of its flags); an empty
+    stream is an empty transcript with exit 0, exactly as the Python runner prints it."""
+    path = {"jfk": jfk_path, "long": long_clips["16k"], None: None}[audio]
+    stdin = jfk_path.read_bytes() if stdin == "wav" else stdin
+    if path is None:
+        args = ["--stream", "-", *args]
+    code, cpp_out, cpp_err = cpp_cli(runner, exported_xnnpack, path, args, stdin=stdin)
+    py_code, py_out, py_err = python_cli(transcriber_xnnpack, path, args, stdin=stdin)
+    assert code == py_code
+    assert cpp_out == py_out
+    if py_code == 0:
+        assert cpp_out.strip() in ("", '{"start": 0.0, "end": 0.0, "text": "", "final": true, "tokens": []}')
+        return
+    assert code == 2 and cpp_out == ""
+    errors = [line for line in cpp_err.splitlines() if line.startswith(ERROR_PREFIX)]
+    assert len(errors) == 1 and cpp_err.splitlines()[-1] == errors[0], cpp_err
+    assert cpp_error_as_python(errors[0]) == py_err.splitlines()[-1]

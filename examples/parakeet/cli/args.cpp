@@ -1,21 +1,104 @@
 #include "args.h"
 
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <set>
 
 namespace parakeet::cli {
 
 std::string usage() {
   return "usage: parakeet_runner --model_path model.pte --audio_path AUDIO [--tokenizer_path tokenizer.model]\n"
          "                       [--data_path FILE.ptd] [--timestamps none|token|word|segment|all]\n"
-         "                       [--format text|json] [--verbose]\n"
+         "                       [--format text|json|jsonl] [--verbose] [--quiet]\n"
+         "                       [--chunk_seconds S] [--left_context_seconds S] [--right_context_seconds S]\n"
+         "       parakeet_runner --model_path model.pte --stream - [--stream_rate HZ] [--stream_channels N]\n"
+         "                       [--format text|jsonl] [--partial] [context flags as above]\n"
          "\n"
          "Transcribes AUDIO (WAV/FLAC/OGG/MP3, any rate and channel count) with a Parakeet TDT .pte exported by\n"
          "parakeet-export. The transcript goes to stdout; stage timings and RTFx go to stderr.\n"
          "  --tokenizer_path  default: tokenizer.model next to the model\n"
-         "  --timestamps      default: none for text, all for json\n"
-         "  --verbose         also print ExecuTorch's own log lines\n";
+         "  --timestamps      default: none for text, all for json and jsonl\n"
+         "  --verbose         also print ExecuTorch's own log lines\n"
+         "  --quiet           no progress bar or per-file timings on stderr\n"
+         "  --format jsonl    one JSON object per line: per file, or per decoded chunk with --stream\n"
+         "\n"
+         "Long audio: a file longer than one window (left + chunk + right context) is read block by block and\n"
+         "decoded with buffered left | chunk | right decoding, in flat memory.\n"
+         "  --chunk_seconds          audio decoded per window (default 48; --stream 1.6); 0 = one pass, refusing\n"
+         "                           audio past the .pte's bound\n"
+         "  --left_context_seconds   audio before the chunk the encoder sees (default 4; --stream 10)\n"
+         "  --right_context_seconds  audio after the chunk the encoder sees (default 4; --stream 1.6)\n"
+         "\n"
+         "Live audio: --stream - reads raw signed 16-bit little-endian PCM from standard input and prints text as\n"
+         "each chunk is decided (e.g. arecord -f S16_LE -r 16000 -c 1 -t raw | parakeet_runner ... --stream -);\n"
+         "end of input or Ctrl-C flushes the last chunk. Microphone capture (--mic) is in the Python runner only\n"
+         "(parakeet-transcribe --mic).\n"
+         "  --stream_rate      sample rate of the PCM (default 16000)\n"
+         "  --stream_channels  channels of the PCM (default 1)\n"
+         "  --partial          also show a draft of the right context (stderr for text, 'draft' key for jsonl)\n";
 }
+
+namespace {
+
+double parse_seconds(const std::string& flag, const std::string& value) {
+  // strtod reads what Python's float() reads here (decimal, exponent, inf, nan), surrounding spaces included; an
+  // overflow gives inf as float('1e400') does, which the context checks then reject by name.
+  char* end = nullptr;
+  const double v = std::strtod(value.c_str(), &end);
+  while (end && *end == ' ') ++end;
+  if (value.empty() || end == value.c_str() || *end != '\0') {
+    throw UsageError(flag + " must be a number of seconds, not '" + value + "'");
+  }
+  return v;
+}
+
+int parse_positive_int(const std::string& flag, const std::string& value) {
+  errno = 0;
+  char* end = nullptr;
+  const long v = std::strtol(value.c_str(), &end, 10);
+  while (end && *end == ' ') ++end;
+  if (value.empty() || end == value.c_str() || *end != '\0' || errno == ERANGE || v > 1'000'000'000 ||
+      v < -1'000'000'000) {
+    throw UsageError(flag + " must be a whole number, not '" + value + "'");
+  }
+  return static_cast<int>(v);
+}
+
+void apply_longform_flags(Options& o, const std::map<std::string, std::string>& values,
+                          const std::set<std::string>& given) {
+  const std::pair<const char*, std::optional<double>*> sizes[] = {{"--chunk_seconds", &o.chunk_seconds},
+                                                                  {"--left_context_seconds", &o.left_context_seconds},
+                                                                  {"--right_context_seconds", &o.right_context_seconds}};
+  for (const auto& [flag, target] : sizes) {
+    if (given.count(flag)) *target = parse_seconds(flag, values.at(flag));
+  }
+  if (given.count("--stream_rate")) o.stream_rate = parse_positive_int("--stream_rate", values.at("--stream_rate"));
+  if (given.count("--stream_channels")) {
+    o.stream_channels = parse_positive_int("--stream_channels", values.at("--stream_channels"));
+  }
+}
+
+// The Python runner's usage checks for live input, in its order.
+void check_stream_flags(const Options& o, bool stream) {
+  if (stream && o.stream != "-") {
+    throw UsageError("--stream takes '-' (standard input); pass an audio file with --audio_path instead");
+  }
+  if (stream && !o.audio_path.empty()) throw UsageError("--audio_path and --stream are exclusive; pass one of them");
+  if (stream && o.format == "json") {
+    throw UsageError("--format json needs the whole transcript; with --stream use text or jsonl");
+  }
+  if (stream && o.chunk_seconds && *o.chunk_seconds == 0) {
+    throw UsageError("--chunk_seconds 0 (one pass) cannot be used with --stream");
+  }
+  if (o.stream_rate <= 0 || o.stream_channels <= 0) {
+    throw UsageError("--stream_rate and --stream_channels must be positive");
+  }
+}
+
+}  // namespace
 
 Options parse_args(const std::vector<std::string>& args) {
   Options o;
@@ -25,6 +108,13 @@ Options parse_args(const std::vector<std::string>& args) {
   std::string data_path;
   valued["--data_path"] = &data_path;
   bool has_data_path = false;
+  std::map<std::string, std::string> longform;  // the long/live flags' values, converted after the loop
+  for (const char* flag : {"--chunk_seconds", "--left_context_seconds", "--right_context_seconds", "--stream_rate",
+                           "--stream_channels"}) {
+    valued[flag] = &longform[flag];
+  }
+  valued["--stream"] = &o.stream;
+  std::set<std::string> given;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string flag = args[i], value;
     bool inline_value = false;
@@ -41,6 +131,10 @@ Options parse_args(const std::vector<std::string>& args) {
       o.verbose = true;
       continue;
     }
+    if (flag == "--quiet" || flag == "--partial") {
+      (flag == "--quiet" ? o.quiet : o.partial) = true;
+      continue;
+    }
     auto it = valued.find(flag);
     if (it == valued.end()) throw UsageError("unknown argument '" + args[i] + "' (see --help)");
     if (!inline_value) {
@@ -49,13 +143,16 @@ Options parse_args(const std::vector<std::string>& args) {
     }
     *it->second = value;
     if (flag == "--data_path") has_data_path = true;
+    given.insert(flag);
   }
+  apply_longform_flags(o, longform, given);
   if (o.model_path.empty()) throw UsageError("--model_path is required (see --help)");
-  if (o.audio_path.empty()) throw UsageError("--audio_path is required (see --help)");
-  if (o.format != "text" && o.format != "json") {
-    throw UsageError("--format must be text or json, not '" + o.format + "'");
+  if (o.audio_path.empty() && !given.count("--stream")) throw UsageError("--audio_path is required (see --help)");
+  if (o.format != "text" && o.format != "json" && o.format != "jsonl") {
+    throw UsageError("--format must be text, json or jsonl, not '" + o.format + "'");
   }
-  if (o.timestamps.empty()) o.timestamps = o.format == "json" ? "all" : "none";
+  check_stream_flags(o, given.count("--stream") > 0);
+  if (o.timestamps.empty()) o.timestamps = o.format == "json" || o.format == "jsonl" ? "all" : "none";
   if (o.timestamps != "none" && o.timestamps != "token" && o.timestamps != "word" && o.timestamps != "segment" &&
       o.timestamps != "all") {
     throw UsageError("--timestamps must be none, token, word, segment or all, not '" + o.timestamps + "'");

@@ -17,6 +17,13 @@ struct Options {
   std::string format = "text";
   bool verbose = false;
   bool help = false;
+  // Long and live audio (buffered decoding); an unset size takes the file or live default (runner/longform.h).
+  std::optional<double> chunk_seconds, left_context_seconds, right_context_seconds;
+  std::string stream;  // "-": raw 16-bit PCM on standard input
+  int stream_rate = 16000;
+  int stream_channels = 1;
+  bool partial = false;
+  bool quiet = false;
 };
 
 struct UsageError : std::runtime_error {

@@ -1,4 +1,5 @@
-// parakeet_runner: transcribe one audio file with an exported Parakeet TDT .pte, without Python.
+// parakeet_runner: transcribe one audio file (any length), or live PCM on stdin, with an exported Parakeet TDT
+// .pte, without Python.
 // The transcript goes to stdout; stage timings and RTFx go to stderr. Any failure is one line on stderr and a
 // non-zero exit (2, as parakeet-transcribe).
 #include <chrono>
@@ -11,6 +12,8 @@
 #include "../runner/audio.h"
 #include "../runner/errors.h"
 #include "../runner/formats.h"
+#include "../runner/live.h"
+#include "../runner/longform.h"
 #include "../runner/pte_model.h"
 #include "../runner/tokenizer.h"
 #include "../runner/transcribe.h"
@@ -34,9 +37,16 @@ int run(const parakeet::cli::Options& opt) {
   parakeet::Transcriber transcriber(model, tokenizer);
   std::fprintf(stderr, "load: %.3f s\n", std::chrono::duration<double>(clock::now() - t0).count());
 
-  const auto audio = parakeet::load_audio(opt.audio_path, model.metadata().sample_rate);
+  if (!opt.stream.empty()) {
+    return parakeet::run_live(transcriber, {parakeet::resolve_context(opt.left_context_seconds, opt.chunk_seconds,
+                                                                      opt.right_context_seconds, /*live=*/true),
+                                            opt.format, opt.timestamps, opt.partial, opt.stream_rate,
+                                            opt.stream_channels});
+  }
+  const auto options = parakeet::resolve_context(opt.left_context_seconds, opt.chunk_seconds,
+                                                 opt.right_context_seconds, /*live=*/false);
   const auto t1 = clock::now();
-  const auto transcript = transcriber.transcribe(audio);
+  const auto transcript = parakeet::transcribe_file(transcriber, opt.audio_path, options, opt.quiet);
   const double wall = std::chrono::duration<double>(clock::now() - t1).count();
   std::string stages;
   for (const auto& [name, seconds] : transcript.timings) {
@@ -45,12 +55,16 @@ int run(const parakeet::cli::Options& opt) {
     stages += buf;
   }
   const double rtfx = wall > 0 ? transcript.audio_seconds / wall : 0.0;
-  std::fprintf(stderr, "%s: %.2f s of audio; %s; RTFx %.1f\n", opt.audio_path.c_str(), transcript.audio_seconds,
-               stages.c_str(), rtfx);
+  const std::string how = transcript.windows ? "; " + std::to_string(transcript.windows) + " windows" : "";
+  if (!opt.quiet) {
+    std::fprintf(stderr, "%s: %.2f s of audio%s; %s; RTFx %.1f\n", opt.audio_path.c_str(), transcript.audio_seconds,
+                 how.c_str(), stages.c_str(), rtfx);
+  }
 
   const auto levels = parakeet::timestamp_levels(opt.timestamps);
-  const std::string out = opt.format == "json" ? parakeet::render_json(transcript, levels)
-                                               : parakeet::render_text(transcript, levels);
+  const std::string out = opt.format == "json"    ? parakeet::render_json(transcript, levels)
+                          : opt.format == "jsonl" ? parakeet::render_jsonl(opt.audio_path, transcript, levels)
+                                                  : parakeet::render_text(transcript, levels);
   std::cout << out << std::endl;
   return 0;
 }

@@ -14,6 +14,8 @@ const std::vector<Span>& level_spans(const Transcript& t, const std::string& lev
   return t.segments;
 }
 
+}  // namespace
+
 std::string json_string(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {
@@ -37,8 +39,6 @@ std::string json_string(const std::string& s) {
   }
   return out + "\"";
 }
-
-}  // namespace
 
 std::vector<std::string> timestamp_levels(const std::string& timestamps) {
   if (timestamps == "none") return {};
@@ -107,6 +107,24 @@ std::string render_json(const Transcript& t, const std::vector<std::string>& lev
     out += "\n  ]";
   }
   return out + "\n}";
+}
+
+
+std::string render_jsonl(const std::string& audio, const Transcript& t, const std::vector<std::string>& levels) {
+  std::string out = "{\"audio\": " + json_string(audio) + ", \"text\": " + json_string(t.text);
+  for (const auto& level : levels) {
+    out += ", " + json_string(level) + ": [";
+    const auto& spans = level_spans(t, level);
+    for (size_t i = 0; i < spans.size(); ++i) {
+      const Span& s = spans[i];
+      out += (i ? ", {\"text\": " : "{\"text\": ") + json_string(s.text) + ", \"start\": " + python_float(s.start) +
+             ", \"end\": " + python_float(s.end);
+      if (s.id) out += ", \"id\": " + std::to_string(*s.id);
+      out += "}";
+    }
+    out += "]";
+  }
+  return out + "}";
 }
 
 }  // namespace parakeet

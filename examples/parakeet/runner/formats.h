@@ -17,6 +17,12 @@ std::string render_text(const Transcript& t, const std::vector<std::string>& lev
 // JSON: {"text", then each requested level: [{"text", "start", "end"[, "id"]}, ...]}.
 std::string render_json(const Transcript& t, const std::vector<std::string>& levels);
 
+// JSON Lines: one line {"audio", "text", then each requested level}, as json.dumps(..., ensure_ascii=False).
+std::string render_jsonl(const std::string& audio, const Transcript& t, const std::vector<std::string>& levels);
+
+// A JSON string as json.dumps(s, ensure_ascii=False) writes it.
+std::string json_string(const std::string& s);
+
 // Python's repr() of a float (shortest round trip, with its switch to exponent notation).
 std::string python_float(double v);
 

@@ -27,9 +27,24 @@ using JointFn = std::function<std::pair<int64_t, int64_t>(int64_t frame)>;
 // predict(token): one prediction-network step on `token`, updating the prediction the joint sees.
 using PredictFn = std::function<void(int64_t token)>;
 
+// Where the next chunk of encoder frames starts (the frame part of decoding/tdt_greedy.py's TdtDecoderState;
+// the prediction and LSTM state live with the caller's predict/joint functions).
+struct ChunkPosition {
+  int64_t time_jump = 0;       // frames by which the last duration reached past the previous chunk's end (>= 0)
+  int64_t decoded_frames = 0;  // frames decoded in earlier chunks: the absolute frame of this chunk's frame 0
+};
+
 // Throws std::invalid_argument for a duration index outside `durations` or max_symbols < 1.
 std::vector<DecodedToken> greedy_tdt_decode(int64_t num_frames, const JointFn& joint, const PredictFn& predict,
                                             int64_t blank_id, const std::vector<int64_t>& durations,
                                             std::optional<int64_t> max_symbols);
+
+// One chunk of `num_frames` encoder frames (joint is called with 0 .. num_frames - 1), continuing from `position`
+// and a prediction network already primed by the caller; NeMo's label-looping step with prev_batched_state.
+// Decoding starts at frame position.time_jump; as in NeMo, the count behind max_symbols restarts in each chunk.
+// Returns the tokens with absolute frames (position.decoded_frames + chunk frame) and updates `position`.
+std::vector<DecodedToken> greedy_tdt_decode_chunk(int64_t num_frames, const JointFn& joint, const PredictFn& predict,
+                                                  int64_t blank_id, const std::vector<int64_t>& durations,
+                                                  std::optional<int64_t> max_symbols, ChunkPosition& position);
 
 }  // namespace parakeet

@@ -1,7 +1,9 @@
 #include "transcribe.h"
 
 #include <chrono>
+#include <algorithm>
 #include <cstdio>
+#include <stdexcept>
 
 #include "errors.h"
 
@@ -18,6 +20,16 @@ std::string format_seconds(double s) {
   return buf;
 }
 
+void add_timing(Timings& timings, const std::string& stage, double seconds) {
+  for (auto& [name, total] : timings) {
+    if (name == stage) {
+      total += seconds;
+      return;
+    }
+  }
+  timings.emplace_back(stage, seconds);
+}
+
 }  // namespace
 
 Transcriber::Transcriber(PteModel& model, const Tokenizer& tokenizer) : model_(model), tokenizer_(tokenizer) {
@@ -31,17 +43,15 @@ double Transcriber::max_audio_seconds() const {
   return static_cast<double>(meta.max_audio_samples) / meta.sample_rate;
 }
 
-std::vector<DecodedToken> Transcriber::decode_tokens(const std::vector<float>& audio,
-                                                     std::vector<std::pair<std::string, double>>& timings) {
+Encoded Transcriber::encode(const std::vector<float>& audio, Timings& timings) {
   const auto& meta = model_.metadata();
   const auto n = static_cast<int64_t>(audio.size());
   if (n > meta.max_audio_samples) {
     throw AudioRangeError("audio is " + format_seconds(static_cast<double>(n) / meta.sample_rate) +
                           " s long; this model.pte supports up to " + format_seconds(max_audio_seconds()) +
-                          " s. Split the audio, or re-export with a larger --max-audio-seconds.");
+                          " s in one pass. Use buffered decoding (--chunk_seconds), split the audio, or re-export "
+                          "with a larger --max-audio-seconds.");
   }
-  timings = {{"preprocess", 0.0}, {"encode", 0.0}, {"decode", 0.0}};
-  if (n == 0) return {};
   // The preprocessor takes a whole number of hops and at least its traced minimum; the zeros added here lie past
   // `length`, where NeMo's featurizer masks them out, exactly as batch padding in NeMo.
   const int64_t hop = meta.hop_length;
@@ -51,43 +61,76 @@ std::vector<DecodedToken> Transcriber::decode_tokens(const std::vector<float>& a
 
   const auto t0 = std::chrono::steady_clock::now();
   auto [features, feature_length] = model_.preprocessor(wave, n);
-  const double preprocess_s = seconds_since(t0);
+  add_timing(timings, "preprocess", seconds_since(t0));
   const auto t1 = std::chrono::steady_clock::now();
   auto [encoded, num_frames] = model_.encoder(features, feature_length);
-  const double encode_s = seconds_since(t1);
-  const auto t2 = std::chrono::steady_clock::now();
-  if (encoded.sizes.size() != 3 || num_frames > encoded.sizes[1]) {
+  add_timing(timings, "encode", seconds_since(t1));
+  if (encoded.sizes.size() != 3 || num_frames < 0 || num_frames > encoded.sizes[1]) {
     throw PteModelError("encoder returned " + std::to_string(num_frames) +
                         " valid frames for an output of another shape; re-export the model");
   }
-  auto state = model_.initial_state();
+  return {std::move(encoded), num_frames};
+}
+
+TdtDecoderState Transcriber::initial_decoder_state() {
+  TdtDecoderState state{model_.initial_state(), {}};
+  model_.decoder_step(model_.metadata().blank_id, state.model);
+  return state;
+}
+
+std::pair<std::vector<DecodedToken>, TdtDecoderState> Transcriber::decode_frames(const Encoded& encoded,
+                                                                                 int64_t first, int64_t count,
+                                                                                 const TdtDecoderState& state) {
+  const auto& meta = model_.metadata();
+  if (first < 0 || count < 0 || (count > 0 && first + count > encoded.valid_frames)) {
+    throw PteModelError("frames " + std::to_string(first) + " .. " + std::to_string(first + count) +
+                        " lie outside the encoder's " + std::to_string(encoded.valid_frames) + " valid frames");
+  }
+  TdtDecoderState next = state;
   std::vector<DecodedToken> tokens;
   try {
-    tokens = greedy_tdt_decode(
-        num_frames, [&](int64_t t) { return model_.joint(encoded, t, state); },
-        [&](int64_t token) { model_.decoder_step(token, state); }, meta.blank_id, meta.durations,
-        meta.max_symbols_per_step);
+    tokens = greedy_tdt_decode_chunk(
+        count, [&](int64_t t) { return model_.joint(encoded.frames, first + t, next.model); },
+        [&](int64_t token) { model_.decoder_step(token, next.model); }, meta.blank_id, meta.durations,
+        meta.max_symbols_per_step, next.position);
   } catch (const std::invalid_argument& e) {
     throw PteModelError(std::string("decoding failed: ") + e.what());
   }
-  timings = {{"preprocess", preprocess_s}, {"encode", encode_s}, {"decode", seconds_since(t2)}};
+  return {std::move(tokens), std::move(next)};
+}
+
+std::vector<DecodedToken> Transcriber::decode_tokens(const std::vector<float>& audio, Timings& timings) {
+  timings = {{"preprocess", 0.0}, {"encode", 0.0}, {"decode", 0.0}};
+  if (audio.empty()) return {};
+  const Encoded encoded = encode(audio, timings);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto tokens = decode_frames(encoded, 0, encoded.valid_frames, initial_decoder_state()).first;
+  add_timing(timings, "decode", seconds_since(t0));
   return tokens;
 }
 
-Transcript Transcriber::transcribe(const std::vector<float>& audio) {
-  const auto& meta = model_.metadata();
-  Transcript out;
-  const auto tokens = decode_tokens(audio, out.timings);
+std::vector<int> Transcriber::checked_ids(const std::vector<DecodedToken>& tokens) const {
   std::vector<int> ids;
-  std::vector<std::string> texts, pieces;
+  ids.reserve(tokens.size());
   for (const auto& t : tokens) {
     if (t.id < 0 || t.id >= static_cast<int64_t>(pieces_.size())) {
       throw PteModelError("the joint emitted token id " + std::to_string(t.id) + " outside the vocabulary of " +
                           std::to_string(pieces_.size()) + "; the .pte and tokenizer do not belong together");
     }
     ids.push_back(static_cast<int>(t.id));
-    texts.push_back(tokenizer_.decode({static_cast<int>(t.id)}));
-    pieces.push_back(pieces_[t.id]);
+  }
+  return ids;
+}
+
+Transcript Transcriber::transcript(const std::vector<DecodedToken>& tokens, double audio_seconds,
+                                   const Timings& timings) const {
+  const auto& meta = model_.metadata();
+  Transcript out;
+  const std::vector<int> ids = checked_ids(tokens);
+  std::vector<std::string> texts, pieces;
+  for (int id : ids) {
+    texts.push_back(tokenizer_.decode({id}));
+    pieces.push_back(pieces_[id]);
   }
   out.tokens = token_spans(tokens, texts, punctuation_);
   out.words = word_spans(out.tokens, pieces,
@@ -98,8 +141,28 @@ Transcript Transcriber::transcribe(const std::vector<float>& audio) {
     set_seconds(*level, meta.window_stride, meta.subsampling_factor);
   }
   out.text = transcript_text(tokenizer_.decode(ids), punctuation_);
-  out.audio_seconds = static_cast<double>(audio.size()) / meta.sample_rate;
+  out.audio_seconds = audio_seconds;
+  out.timings = timings;
   return out;
+}
+
+std::string Transcriber::text_of(const std::vector<DecodedToken>& tokens) const {
+  return transcript_text(tokenizer_.decode(checked_ids(tokens)), punctuation_);
+}
+
+std::vector<Span> Transcriber::token_spans_of(const std::vector<DecodedToken>& tokens) const {
+  const auto& meta = model_.metadata();
+  std::vector<std::string> texts;
+  for (int id : checked_ids(tokens)) texts.push_back(tokenizer_.decode({id}));
+  auto spans = token_spans(tokens, texts, punctuation_);
+  set_seconds(spans, meta.window_stride, meta.subsampling_factor);
+  return spans;
+}
+
+Transcript Transcriber::transcribe(const std::vector<float>& audio) {
+  Timings timings;
+  const auto tokens = decode_tokens(audio, timings);
+  return transcript(tokens, static_cast<double>(audio.size()) / model_.metadata().sample_rate, timings);
 }
 
 }  // namespace parakeet

@@ -1,0 +1,85 @@
+#include "longform.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "audio.h"
+#include "audio_stream.h"
+
+namespace parakeet {
+namespace {
+
+// A one-line text progress bar on stderr, cleared at the end (the Python runner's tqdm bar, without tqdm).
+class ProgressBar {
+ public:
+  explicit ProgressBar(double total_seconds) : total_(total_seconds), t0_(std::chrono::steady_clock::now()) {}
+  ~ProgressBar() {
+    std::fputs("\r\x1b[K", stderr);
+    std::fflush(stderr);
+  }
+  void update(double done_seconds) {
+    const double fraction = total_ > 0 ? std::min(1.0, done_seconds / total_) : 1.0;
+    const int width = 30, filled = static_cast<int>(fraction * width);
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    const double remaining = fraction > 0 ? elapsed * (1 - fraction) / fraction : 0.0;
+    std::fprintf(stderr, "\r%3d%%|%s%s| %.0f/%.0f s audio [%s<%s]", static_cast<int>(fraction * 100),
+                 std::string(filled, '#').c_str(), std::string(width - filled, ' ').c_str(), done_seconds, total_,
+                 clock(elapsed).c_str(), clock(remaining).c_str());
+    std::fflush(stderr);
+  }
+
+ private:
+  static std::string clock(double seconds) {
+    const long s = std::lround(seconds);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%02ld:%02ld", s / 60, s % 60);
+    return buf;
+  }
+  double total_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+}  // namespace
+
+LongFormOptions resolve_context(std::optional<double> left, std::optional<double> chunk,
+                                std::optional<double> right, bool live) {
+  const LongFormOptions d = live ? kLiveContext : kFileContext;
+  return {left.value_or(d.left_context_seconds), chunk.value_or(d.chunk_seconds),
+          right.value_or(d.right_context_seconds)};
+}
+
+ContextSize context_frames(Transcriber& transcriber, const LongFormOptions& options) {
+  const auto& meta = transcriber.metadata();
+  const ContextSize context =
+      ContextSize::from_seconds(options.left_context_seconds, options.chunk_seconds, options.right_context_seconds,
+                                meta.window_stride, meta.subsampling_factor);
+  BufferedDecoder check(transcriber, context);  // checks the window against the .pte's bound
+  return context;
+}
+
+Transcript transcribe_file(Transcriber& transcriber, const std::string& path, const LongFormOptions& options,
+                           bool quiet) {
+  const int64_t rate = transcriber.metadata().sample_rate;
+  if (options.chunk_seconds == 0) return transcriber.transcribe(load_audio(path, rate));
+  const ContextSize context = context_frames(transcriber, options);
+  FileBlockReader reader(path, rate);
+  if (reader.info().seconds() <= options.window_seconds()) return transcriber.transcribe(load_audio(path, rate));
+  std::optional<ProgressBar> bar;
+  if (!quiet && isatty(STDERR_FILENO)) bar.emplace(std::round(reader.info().seconds() * 100) / 100);
+  UpdateFn on_update;
+  if (bar) {
+    on_update = [&](const StreamUpdate&, int64_t received) {
+      bar->update(static_cast<double>(received) / static_cast<double>(rate));
+    };
+  }
+  return transcribe_buffered(transcriber, [&](std::vector<float>& block) { return reader.next(block); }, context,
+                             /*decode_partial_frame=*/true, on_update);
+}
+
+}  // namespace parakeet

@@ -1,0 +1,40 @@
+// Files of any length (runtime/cli.py's transcribe_file): a file that fits in one window (left + chunk + right
+// context, judged from its header) is transcribed in one pass; a longer one is read block by block and decoded
+// with buffered left | chunk | right decoding (buffered.h), in flat memory.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "buffered.h"
+#include "transcribe.h"
+
+namespace parakeet {
+
+// Buffered decoding sizes in seconds; chunk_seconds == 0 means one pass only (audio past the .pte's bound fails).
+struct LongFormOptions {
+  double left_context_seconds = 0.0;
+  double chunk_seconds = 0.0;
+  double right_context_seconds = 0.0;
+  double window_seconds() const { return left_context_seconds + chunk_seconds + right_context_seconds; }
+};
+
+// Files: measured on the full-size model, a 56 s window within the .pte's default 60 s bound decodes 48 s per
+// encoder call. Live audio: NeMo's streaming defaults (latency = chunk + right context = 3.2 s).
+constexpr LongFormOptions kFileContext{4.0, 48.0, 4.0};
+constexpr LongFormOptions kLiveContext{10.0, 1.6, 1.6};
+
+// The command line's sizes, with the file or live defaults where a flag is absent.
+LongFormOptions resolve_context(std::optional<double> left, std::optional<double> chunk,
+                                std::optional<double> right, bool live);
+
+// The sizes in encoder frames; throws ContextError for sizes the .pte cannot take (checked against its bound).
+ContextSize context_frames(Transcriber& transcriber, const LongFormOptions& options);
+
+// One file: one pass if chunk_seconds == 0 or the file fits in one window, else buffered decoding over blocks read
+// from disk, with a progress bar on stderr when it is a terminal and not `quiet`. Throws AudioError,
+// PteModelError (and its ContextError / AudioRangeError).
+Transcript transcribe_file(Transcriber& transcriber, const std::string& path, const LongFormOptions& options,
+                           bool quiet = false);
+
+}  // namespace parakeet
