@@ -70,7 +70,7 @@ def _non_finite_report(count: int, first: int, value: float, name: str, offset_s
             f"sample{'s' if count != 1 else ''})")
 
 
-def check_finite(samples: np.ndarray, name: str, offset_samples: int = 0, sample_rate: int = 16000) -> None:
+def check_finite(samples: np.ndarray, name: str, offset_samples: int, sample_rate: int) -> None:
     """Refuse audio holding NaN or +-Inf (the model would turn them into garbage tokens).
 
     Call it on decoded samples before mixing and resampling (both spread one bad value over its neighbours); a
@@ -91,7 +91,7 @@ def check_finite(samples: np.ndarray, name: str, offset_samples: int = 0, sample
                          "replace them with silence.")
 
 
-def zero_non_finite(samples: np.ndarray, name: str, offset_samples: int = 0, sample_rate: int = 16000) -> int:
+def zero_non_finite(samples: np.ndarray, name: str, offset_samples: int, sample_rate: int) -> int:
     """Replace NaN and +-Inf by 0 in place and warn (AudioWarning) once, naming the first one's time.
 
     Args: as ``check_finite``; ``samples`` must be writable.
