@@ -51,6 +51,58 @@ def clips_dir(tmp_path_factory, jfk_path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def bad_clips(tmp_path_factory, jfk_path) -> Path:
+    """Damaged versions of jfk.wav: ``nan.wav`` (float WAV, samples 16000-16099 NaN), ``inf_stereo.wav`` (float
+    stereo, +Inf in the right channel at frame 24000 = 1.5 s), ``truncated.wav`` (the first half of jfk.wav's bytes:
+    its header still promises 11 s)."""
+    import soundfile as sf
+
+    d = tmp_path_factory.mktemp("bad_clips")
+    mono, rate = sf.read(str(jfk_path), dtype="float32")
+    nan = mono.copy()
+    nan[16000:16100] = np.nan
+    sf.write(str(d / "nan.wav"), nan, rate, subtype="FLOAT")
+    stereo = np.stack([mono, mono * 0.5], axis=1)
+    stereo[24000, 1] = np.inf
+    sf.write(str(d / "inf_stereo.wav"), stereo, rate, subtype="FLOAT")
+    data = jfk_path.read_bytes()
+    (d / "truncated.wav").write_bytes(data[: len(data) // 2])
+    return d
+
+
+@pytest.fixture(scope="session")
+def same_size_tokenizer(tmp_path_factory, exported_xnnpack) -> Path:
+    """Another SentencePiece model with exactly the tiny model's vocabulary size (trained here on another corpus
+    seed): the size check passes, only the fingerprint tells it from the exported one."""
+    from parakeet_executorch.testing.tokenizer_corpus import train_tokenizer
+    from parakeet_executorch.tokenizer import Tokenizer
+
+    size = Tokenizer(exported_xnnpack / "tokenizer.model").vocab_size
+    return train_tokenizer(tmp_path_factory.mktemp("same_size_tokenizer"), size, seed=1)
+
+
+def pte_without(src: Path, dst: Path, *methods: str) -> Path:
+    """Copy a .pte without some of its methods (as an older export lacked them), delegates kept as they are."""
+    from executorch.exir._serialize._program import deserialize_pte_binary, serialize_pte_binary
+
+    pte = deserialize_pte_binary(src.read_bytes())
+    pte.program.execution_plan = [p for p in pte.program.execution_plan if p.name not in methods]
+    dst.write_bytes(bytes(serialize_pte_binary(pte, extract_delegate_segments=True)))
+    return dst
+
+
+@pytest.fixture(scope="session")
+def exported_without_fingerprint(tmp_path_factory, exported_xnnpack) -> Path:
+    """The xnnpack export as an export from before the tokenizer fingerprint: no tokenizer_sha256 method."""
+    import shutil
+
+    d = tmp_path_factory.mktemp("no_fingerprint")
+    shutil.copy(exported_xnnpack / "tokenizer.model", d / "tokenizer.model")
+    pte_without(exported_xnnpack / "model.pte", d / "model.pte", "tokenizer_sha256")
+    return d
+
+
+@pytest.fixture(scope="session")
 def tiny_nemo(tmp_path_factory) -> Path:
     from parakeet_executorch.testing.make_model import main as make_model
 

@@ -112,3 +112,65 @@ def test_json_output_schema(exported_xnnpack, capsys, jfk_path):
 def test_subtitle_formats(exported_xnnpack, capsys, jfk_path, fmt, head):
     assert transcribe_main(["--model", str(exported_xnnpack / "model.pte"), "--format", fmt, str(jfk_path)]) == 0
     assert capsys.readouterr().out.startswith(head)
+
+
+# ---- --output-dir: checked before the model loads, one line, nothing left behind -------------------------------
+# The model path does not exist: were the folder not checked first, the export would print [load] and fail there.
+
+def assert_refused_before_loading(capsys, argv: list, *fragments: str) -> None:
+    assert export_cli.main(argv) == 2
+    out, err = capsys.readouterr()
+    assert "[load]" not in out, "the output folder must be checked before the model is loaded"
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("parakeet-export: error: --output-dir "), err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("where", ["file", "under_file", "proc"])
+def test_bad_output_dir_is_refused_before_loading(tmp_path, capsys, where):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    out, fragment = {"file": (afile, "is not a folder"),
+                     "under_file": (afile / "sub", f"lies under {afile}, which is not a folder"),
+                     "proc": (Path("/proc/self/parakeet-export-test"), "is not writable")}[where]
+    assert_refused_before_loading(capsys, ["--model", str(tmp_path / "m.nemo"), "--output-dir", str(out)],
+                                  f"--output-dir {out}", fragment)
+    assert afile.read_text() == "x" and sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
+def test_read_only_output_dir_is_found_before_loading(tmp_path, monkeypatch, capsys):
+    import errno
+    import os
+
+    from parakeet_executorch.export import output_dir
+
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    if os.access(ro, os.W_OK):  # root writes anywhere: make the write fail as on a read-only mount
+        def read_only(*a, **k):
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+        monkeypatch.setattr(output_dir.tempfile, "mkstemp", read_only)
+    try:
+        assert_refused_before_loading(
+            capsys, ["--model", str(tmp_path / "m.nemo"), "--output-dir", str(ro / "new" / "deeper")],
+            "is not writable", "pass a folder you can write to")
+        assert list(ro.iterdir()) == [], "the folders created for the check must be removed again"
+    finally:
+        ro.chmod(0o755)
+
+
+def test_early_failure_leaves_no_empty_output_dir(tmp_path, capsys):
+    out = tmp_path / "new" / "exports"
+    assert export_cli.main(["--model", str(tmp_path / "missing.nemo"), "--output-dir", str(out)]) == 2
+    assert "model file not found" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
+
+
+def test_existing_output_dir_is_kept_after_a_failure(tmp_path, capsys):
+    out = tmp_path / "mine"
+    out.mkdir()
+    assert export_cli.main(["--model", str(tmp_path / "missing.nemo"), "--output-dir", str(out)]) == 2
+    assert out.is_dir()

@@ -516,3 +516,152 @@ def test_bad_long_and_live_input(runner, exported_xnnpack, transcriber_xnnpack, 
     errors = [line for line in cpp_err.splitlines() if line.startswith(ERROR_PREFIX)]
     assert len(errors) == 1 and cpp_err.splitlines()[-1] == errors[0], cpp_err
     assert cpp_error_as_python(errors[0]) == py_err.splitlines()[-1]
+
+def test_help_documents_several_files_and_the_new_flags(runner):
+    proc = subprocess.run([str(runner), "--help"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0
+    for fragment in ("[--audio_path AUDIO ...]", "repeat it for several files", "--zero_non_finite",
+                     "--ignore_tokenizer_fingerprint"):
+        assert fragment in proc.stdout
+
+
+# ---- damaged audio, several files, another export's tokenizer, damaged .pte -------------------------------------
+
+WARNING_PREFIX = "parakeet_runner: warning: "
+
+
+def run_files(runner: Path, folder: Path, files: list, *extra: str) -> subprocess.CompletedProcess:
+    args = [a for f in files for a in ("--audio_path", str(f))]
+    return run_runner(runner, folder, None, *args, *extra)
+
+
+def python_results(folder: Path, files: list) -> list:
+    """What parakeet-transcribe produces for these files (failures in place), with its stderr left to pytest."""
+    import warnings
+
+    from parakeet_executorch.runtime.cli import transcribe_files
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return transcribe_files(make_transcriber(folder), [str(f) for f in files], keep_going=True)
+
+
+def assert_not_crashed(proc: subprocess.CompletedProcess) -> None:
+    assert proc.returncode in (0, 2), f"exit {proc.returncode} (a signal if negative):\n{proc.stderr[-3000:]}"
+
+
+@pytest.mark.slow
+def test_nan_samples_are_refused(runner, exported_xnnpack, bad_clips):
+    proc = run_runner(runner, exported_xnnpack, bad_clips / "nan.wav")
+    assert_clean_error(proc, str(bad_clips / "nan.wav"), "sample 16000 at 1.000 s is nan (100 non-finite samples)",
+                       "--zero_non_finite")
+
+
+@pytest.mark.slow
+def test_inf_in_one_channel_is_refused(runner, exported_xnnpack, bad_clips):
+    proc = run_runner(runner, exported_xnnpack, bad_clips / "inf_stereo.wav")
+    assert_clean_error(proc, "sample 24000 at 1.500 s is inf (1 non-finite sample)")
+
+
+@pytest.mark.slow
+def test_zero_non_finite_matches_python(runner, exported_xnnpack, bad_clips):
+    from parakeet_executorch.runtime.formats import render
+
+    proc = run_runner(runner, exported_xnnpack, bad_clips / "nan.wav", "--zero_non_finite", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith(WARNING_PREFIX)]
+    assert warnings == [f"{WARNING_PREFIX}{bad_clips / 'nan.wav'}: sample 16000 at 1.000 s is nan "
+                        "(100 non-finite samples); replaced by silence"]
+    import warnings as py_warnings
+
+    from parakeet_executorch.audio import load_audio
+
+    transcriber = make_transcriber(exported_xnnpack)
+    with py_warnings.catch_warnings():
+        py_warnings.simplefilter("ignore")
+        audio = load_audio(bad_clips / "nan.wav", SAMPLE_RATE, non_finite="zero")
+    assert proc.stdout.rstrip("\n") == render([(str(bad_clips / "nan.wav"), transcriber.transcribe(audio))], "json",
+                                              "all")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt, py_fmt", [("json", "json"), ("text", "txt")])
+def test_one_bad_file_does_not_throw_away_the_others(runner, exported_xnnpack, jfk_path, bad_clips, tmp_path,
+                                                     fmt, py_fmt):
+    from parakeet_executorch.runtime.formats import render
+
+    missing = tmp_path / "missing.wav"
+    files = [jfk_path, missing, bad_clips / "nan.wav", bad_clips / "truncated.wav"]
+    proc = run_files(runner, exported_xnnpack, files, "--format", fmt)
+    assert proc.returncode == 2, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith(ERROR_PREFIX)]
+    assert errors[0] == f"{ERROR_PREFIX}audio file not found: {missing}" and "nan.wav" in errors[1]
+    assert len(errors) == 2 and "parakeet_runner: 2 of 4 files failed" in proc.stderr
+    assert f"{jfk_path}: 11.00 s of audio" in proc.stderr
+    py = render(python_results(exported_xnnpack, files), py_fmt, "all" if fmt == "json" else "none")
+    if fmt == "json":
+        # Byte for byte, except the NaN file's fix, which names each runner's own flag.
+        py = py.replace("--zero-non-finite", "--zero_non_finite")
+    assert proc.stdout.rstrip("\n") == py
+
+
+@pytest.mark.slow
+def test_truncated_wav_warns_and_matches_python(runner, exported_xnnpack, bad_clips):
+    proc = run_runner(runner, exported_xnnpack, bad_clips / "truncated.wav")
+    assert proc.returncode == 0, proc.stderr
+    [warning] = [line for line in proc.stderr.splitlines() if line.startswith(WARNING_PREFIX)]
+    assert warning == (f"{WARNING_PREFIX}{bad_clips / 'truncated.wav'} is truncated: its header promises 352000 "
+                       "bytes of audio but the file holds 175961; transcribing the 5.50 s that are there. Re-copy or "
+                       "re-encode the file if the rest matters.")
+    assert proc.stdout == python_result(exported_xnnpack, bad_clips / "truncated.wav").text + "\n"
+
+
+@pytest.mark.slow
+def test_tokenizer_of_the_same_size_from_another_export(runner, exported_xnnpack, same_size_tokenizer, jfk_path):
+    proc = run_runner(runner, exported_xnnpack, jfk_path, tokenizer=same_size_tokenizer)
+    assert_clean_error(proc, f"tokenizer {same_size_tokenizer} is not the one", "--ignore_tokenizer_fingerprint")
+    proc = run_runner(runner, exported_xnnpack, jfk_path, "--ignore_tokenizer_fingerprint",
+                      tokenizer=same_size_tokenizer)
+    assert proc.returncode == 0 and proc.stdout.strip(), proc.stderr
+
+
+@pytest.mark.slow
+def test_pte_without_fingerprint_loads_with_one_warning(runner, exported_without_fingerprint, exported_xnnpack,
+                                                        jfk_path):
+    proc = run_files(runner, exported_without_fingerprint, [jfk_path, jfk_path])
+    assert proc.returncode == 0, proc.stderr
+    [warning] = [line for line in proc.stderr.splitlines() if line.startswith(WARNING_PREFIX)]
+    assert "carries no tokenizer fingerprint" in warning
+    text = python_result(exported_xnnpack, jfk_path).text
+    assert proc.stdout == f"{jfk_path}\t{text}\n{jfk_path}\t{text}\n"
+
+
+@pytest.mark.slow
+def test_truncated_pte_says_what_the_error_code_means(runner, exported_xnnpack, tmp_path, jfk_path):
+    data = (exported_xnnpack / "model.pte").read_bytes()
+    (tmp_path / "model.pte").write_bytes(data[: len(data) // 2])
+    proc = run_runner(runner, None, jfk_path, model=tmp_path / "model.pte",
+                      tokenizer=exported_xnnpack / "tokenizer.model")
+    assert_clean_error(proc, "ExecuTorch error 0x23 InvalidProgram", "truncated or corrupt .pte",
+                       "runtime says: File size is too small")
+
+
+@pytest.mark.slow
+def test_fuzzed_audio_files_give_an_error_line_or_a_transcript(runner, exported_xnnpack, tmp_path):
+    """200 damaged WAV/FLAC files in one run: each gets exactly one error line naming it or is transcribed (a
+    timing line); the runner exits 0 or 2, never on a signal. After a crash, each file is run alone to name the
+    culprits."""
+    from parakeet_executorch.testing.audio_mutations import write_mutants
+
+    files = write_mutants(tmp_path, 200, seed=0)
+    proc = run_files(runner, exported_xnnpack, files)
+    if proc.returncode not in (0, 2):
+        crashers = [f.name for f in files
+                    if run_runner(runner, exported_xnnpack, f).returncode not in (0, 2)]
+        pytest.fail(f"runner exit {proc.returncode} on the damaged files; alone, these crash it: {crashers}")
+    lines = proc.stderr.splitlines()
+    for f in files:
+        errors = [line for line in lines if line.startswith(ERROR_PREFIX) and str(f) in line]
+        timed = [line for line in lines if line.startswith(f"{f}: ") and " s of audio; " in line]
+        assert len(errors) + len(timed) == 1, f"{f.name}: {errors + timed}"
+        assert all(line.count("\n") == 0 for line in errors)

@@ -16,7 +16,8 @@ from typing import BinaryIO, Iterator
 
 import numpy as np
 
-from .audio import AudioError, to_mono
+from .audio import (AudioError, cannot_decode, check_finite, check_header, to_mono, warn_if_truncated,
+                    zero_non_finite)
 
 BLOCK_FRAMES = 65536  # frames of the source file per block: ~4 s at 16 kHz, a few MB at most in memory
 
@@ -35,7 +36,7 @@ class AudioInfo:
 
 
 def audio_info(path: str | Path) -> AudioInfo:
-    """Read a file's header with libsndfile. Raises ``AudioError`` for a missing or undecodable file."""
+    """Read a file's header with libsndfile. Raises ``AudioError`` for a missing, undecodable or damaged file."""
     import soundfile as sf
 
     path = Path(path)
@@ -44,10 +45,8 @@ def audio_info(path: str | Path) -> AudioInfo:
     try:
         info = sf.info(str(path))
     except Exception as exc:  # soundfile raises LibsndfileError, RuntimeError or TypeError by format
-        raise AudioError(f"cannot decode audio file {path}: {exc}. Pass a WAV, FLAC, OGG or MP3 file.") from exc
-    if info.channels < 1 or info.samplerate <= 0:
-        raise AudioError(f"cannot decode audio file {path}: it reports {info.channels} channels at "
-                         f"{info.samplerate} Hz")
+        raise cannot_decode(path, exc) from exc
+    check_header(path, int(info.channels), int(info.samplerate))
     return AudioInfo(int(info.frames), int(info.samplerate), int(info.channels))
 
 
@@ -69,34 +68,47 @@ class StreamResampler:
         return self._stream.resample_chunk(np.ascontiguousarray(mono, dtype=np.float32), last=last)
 
 
-def read_blocks(path: str | Path, sample_rate: int, block_frames: int = BLOCK_FRAMES) -> Iterator[np.ndarray]:
+def read_blocks(path: str | Path, sample_rate: int, block_frames: int = BLOCK_FRAMES, *,
+                non_finite: str = "error") -> Iterator[np.ndarray]:
     """Yield a file's audio as float32 mono blocks at ``sample_rate``, reading ``block_frames`` frames at a time.
 
     Args:
         path: any file libsndfile decodes.
         sample_rate: the model's rate (Hz).
         block_frames: source frames per read (the output blocks' lengths vary with resampling).
+        non_finite: ``"error"`` refuses NaN/Inf samples, ``"zero"`` replaces them by silence with a warning; checked
+            per block before mixing, with the block's offset, so the message gives the file's own time.
     Raises:
-        AudioError: the file is missing, undecodable, or fails mid-way (the message names it).
+        AudioError: the file is missing, undecodable, damaged, holds non-finite samples, or fails mid-way.
+    Warns:
+        AudioWarning: at the end, when the file is truncated (its header promised more than it holds).
     """
     import soundfile as sf
 
     info = audio_info(path)
     resample = StreamResampler(info.sample_rate, sample_rate)
+    offset = 0
     try:
         with sf.SoundFile(str(path)) as f:
+            log = f.extra_info
             while True:
                 data = f.read(block_frames, dtype="float32", always_2d=True)
+                if non_finite == "zero":
+                    zero_non_finite(data, str(path), offset, info.sample_rate)
+                else:
+                    check_finite(data, str(path), offset, info.sample_rate)
+                offset += data.shape[0]
                 last = data.shape[0] < block_frames
                 out = resample(to_mono(data), last)
                 if out.size:
                     yield out
                 if last:
-                    return
+                    break
     except AudioError:
         raise
     except Exception as exc:
-        raise AudioError(f"cannot decode audio file {path}: {exc}") from exc
+        raise cannot_decode(path, exc) from exc
+    warn_if_truncated(str(path), log, offset, info.sample_rate)
 
 
 def read_pcm_blocks(stream: BinaryIO, stream_rate: int, channels: int, sample_rate: int,

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
+import warnings
 from pathlib import Path
 
 
 class TokenizerError(ValueError):
     """The tokenizer file is missing, unreadable, or does not fit the model."""
+
+
+class TokenizerWarning(UserWarning):
+    """The tokenizer could not be checked fully against the model (a .pte exported without a fingerprint)."""
 
 
 class Tokenizer:
@@ -45,6 +51,31 @@ class Tokenizer:
                 f"tokenizer {self.path} has {self.vocab_size} tokens but the model's vocabulary has "
                 f"{model_vocab_size}; use the tokenizer.model exported next to this .pte"
             )
+
+    @property
+    def fingerprint(self) -> str:
+        """Hex SHA-256 of the serialized SentencePiece model (``export.load.tokenizer_fingerprint``)."""
+        return hashlib.sha256(self._sp.serialized_model_proto()).hexdigest()
+
+    def check_fingerprint(self, expected: str, model_name: str) -> None:
+        """Raise TokenizerError unless this tokenizer is the one the model was exported with.
+
+        Args:
+            expected: the .pte's ``tokenizer_sha256`` (hex); "" for a .pte exported before it existed, which only
+                warns (TokenizerWarning): the size check is then all there is.
+            model_name: the .pte's path, for the messages.
+        """
+        if not expected:
+            warnings.warn(TokenizerWarning(
+                f"{model_name} carries no tokenizer fingerprint (exported by an older parakeet-export), so "
+                f"{self.path} is checked by size only; re-export the model to have it checked fully"), stacklevel=2)
+            return
+        if self.fingerprint != expected:
+            raise TokenizerError(
+                f"tokenizer {self.path} is not the one {model_name} was exported with (SentencePiece model SHA-256 "
+                f"{self.fingerprint[:12]}..., expected {expected[:12]}...): its ids would decode to the wrong text. "
+                "Use the tokenizer.model exported next to this .pte, or pass --ignore-tokenizer-fingerprint if "
+                "you know they match")
 
     def piece(self, token_id: int) -> str:
         """The SentencePiece piece of one id, with its word-boundary marker '▁' kept."""

@@ -10,17 +10,26 @@
 namespace parakeet::cli {
 
 std::string usage() {
-  return "usage: parakeet_runner --model_path model.pte --audio_path AUDIO [--tokenizer_path tokenizer.model]\n"
-         "                       [--data_path FILE.ptd] [--timestamps none|token|word|segment|all]\n"
-         "                       [--format text|json|jsonl] [--verbose] [--quiet]\n"
+  return "usage: parakeet_runner --model_path model.pte --audio_path AUDIO [--audio_path AUDIO ...]\n"
+         "                       [--tokenizer_path tokenizer.model] [--data_path FILE.ptd]\n"
+         "                       [--timestamps none|token|word|segment|all] [--format text|json|jsonl]\n"
+         "                       [--zero_non_finite] [--ignore_tokenizer_fingerprint] [--verbose] [--quiet]\n"
          "                       [--chunk_seconds S] [--left_context_seconds S] [--right_context_seconds S]\n"
          "       parakeet_runner --model_path model.pte --stream - [--stream_rate HZ] [--stream_channels N]\n"
          "                       [--format text|jsonl] [--partial] [context flags as above]\n"
          "\n"
-         "Transcribes AUDIO (WAV/FLAC/OGG/MP3, any rate and channel count) with a Parakeet TDT .pte exported by\n"
-         "parakeet-export. The transcript goes to stdout; stage timings and RTFx go to stderr.\n"
+         "Transcribes each AUDIO (WAV/FLAC/OGG/MP3, any rate and channel count) with a Parakeet TDT .pte exported by\n"
+         "parakeet-export. The transcripts go to stdout; stage timings and RTFx go to stderr.\n"
+         "  --audio_path      repeat it for several files: each one that can be read is transcribed, each one that\n"
+         "                    cannot gets an error line naming it (and an \"error\" entry in JSON); the exit status\n"
+         "                    is then 2. With several files, text lines are \"AUDIO<TAB>transcript\" and JSON is a\n"
+         "                    list of objects with an \"audio\" key, as parakeet-transcribe writes them\n"
          "  --tokenizer_path  default: tokenizer.model next to the model\n"
          "  --timestamps      default: none for text, all for json and jsonl\n"
+         "  --zero_non_finite replace NaN/Inf samples by silence (with a warning) instead of refusing the file\n"
+         "  --ignore_tokenizer_fingerprint\n"
+         "                    accept a tokenizer other than the one the .pte was exported with (its size must\n"
+         "                    still match)\n"
          "  --verbose         also print ExecuTorch's own log lines\n"
          "  --quiet           no progress bar or per-file timings on stderr\n"
          "  --format jsonl    one JSON object per line: per file, or per decoded chunk with --stream\n"
@@ -86,7 +95,7 @@ void check_stream_flags(const Options& o, bool stream) {
   if (stream && o.stream != "-") {
     throw UsageError("--stream takes '-' (standard input); pass an audio file with --audio_path instead");
   }
-  if (stream && !o.audio_path.empty()) throw UsageError("--audio_path and --stream are exclusive; pass one of them");
+  if (stream && !o.audio_paths.empty()) throw UsageError("--audio_path and --stream are exclusive; pass one of them");
   if (stream && o.format == "json") {
     throw UsageError("--format json needs the whole transcript; with --stream use text or jsonl");
   }
@@ -103,8 +112,13 @@ void check_stream_flags(const Options& o, bool stream) {
 Options parse_args(const std::vector<std::string>& args) {
   Options o;
   std::map<std::string, std::string*> valued = {
-      {"--model_path", &o.model_path}, {"--tokenizer_path", &o.tokenizer_path}, {"--audio_path", &o.audio_path},
+      {"--model_path", &o.model_path}, {"--tokenizer_path", &o.tokenizer_path},
       {"--timestamps", &o.timestamps}, {"--format", &o.format}};
+  std::string audio_path;
+  valued["--audio_path"] = &audio_path;
+  const std::map<std::string, bool*> switches = {{"--verbose", &o.verbose},
+                                                 {"--zero_non_finite", &o.zero_non_finite},
+                                                 {"--ignore_tokenizer_fingerprint", &o.ignore_tokenizer_fingerprint}};
   std::string data_path;
   valued["--data_path"] = &data_path;
   bool has_data_path = false;
@@ -127,8 +141,9 @@ Options parse_args(const std::vector<std::string>& args) {
       o.help = true;
       return o;
     }
-    if (flag == "--verbose") {
-      o.verbose = true;
+    if (auto sw = switches.find(flag); sw != switches.end()) {
+      if (inline_value) throw UsageError(flag + " takes no value (see --help)");
+      *sw->second = true;
       continue;
     }
     if (flag == "--quiet" || flag == "--partial") {
@@ -144,10 +159,14 @@ Options parse_args(const std::vector<std::string>& args) {
     *it->second = value;
     if (flag == "--data_path") has_data_path = true;
     given.insert(flag);
+    if (flag == "--audio_path") {
+      if (value.empty()) throw UsageError("--audio_path needs a file name (see --help)");
+      o.audio_paths.push_back(value);
+    }
   }
   apply_longform_flags(o, longform, given);
   if (o.model_path.empty()) throw UsageError("--model_path is required (see --help)");
-  if (o.audio_path.empty() && !given.count("--stream")) throw UsageError("--audio_path is required (see --help)");
+  if (o.audio_paths.empty() && !given.count("--stream")) throw UsageError("--audio_path is required (see --help)");
   if (o.format != "text" && o.format != "json" && o.format != "jsonl") {
     throw UsageError("--format must be text, json or jsonl, not '" + o.format + "'");
   }

@@ -11,10 +11,12 @@ namespace parakeet::cli {
 struct Options {
   std::string model_path;
   std::string tokenizer_path;  // default: tokenizer.model next to the model
-  std::string audio_path;
+  std::vector<std::string> audio_paths;  // --audio_path, repeated for several files, transcribed in this order
   std::optional<std::string> data_path;
   std::string timestamps;  // default: none for text, all for json (as parakeet-transcribe)
   std::string format = "text";
+  bool zero_non_finite = false;               // replace NaN/Inf samples by silence instead of refusing the file
+  bool ignore_tokenizer_fingerprint = false;  // accept a tokenizer of the right size from another export
   bool verbose = false;
   bool help = false;
   // Long and live audio (buffered decoding); an unset size takes the file or live default (runner/longform.h).

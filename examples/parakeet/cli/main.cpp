@@ -1,11 +1,12 @@
-// parakeet_runner: transcribe one audio file (any length), or live PCM on stdin, with an exported Parakeet TDT
-// .pte, without Python.
-// The transcript goes to stdout; stage timings and RTFx go to stderr. Any failure is one line on stderr and a
-// non-zero exit (2, as parakeet-transcribe).
+// parakeet_runner: transcribe audio files of any length, or live PCM on stdin, with an exported Parakeet TDT .pte,
+// without Python. The transcripts go to stdout; stage timings and RTFx go to stderr. A failure to load the model or
+// tokenizer, or a bad flag, is one line on stderr and exit 2 (as parakeet-transcribe); a file that cannot be
+// transcribed gets one error line naming it, the other files are still transcribed, and the exit status is then 2.
 #include <chrono>
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,11 +22,57 @@
 
 namespace {
 
+std::string one_line(std::string line) {
+  for (char& c : line) if (c == '\n' || c == '\r') c = ' ';
+  return line;
+}
+
 int fail(const std::string& message) {
-  std::string line = message;
-  for (char& c : line) if (c == '\n') c = ' ';  // keep the promise of one line
-  std::fprintf(stderr, "parakeet_runner: error: %s\n", line.c_str());
+  std::fprintf(stderr, "parakeet_runner: error: %s\n", one_line(message).c_str());  // the promise of one line
   return 2;
+}
+
+void warn(const std::string& message) {
+  std::fprintf(stderr, "parakeet_runner: warning: %s\n", one_line(message).c_str());
+}
+
+// The message for a file's failure, naming the file unless the message already does.
+std::string naming(const std::string& path, const std::string& message) {
+  return message.find(path) != std::string::npos ? message : path + ": " + message;
+}
+
+std::optional<parakeet::Transcript> transcribe_file(parakeet::Transcriber& transcriber, const std::string& path,
+                                                    const parakeet::LongFormOptions& options, bool quiet,
+                                                    const parakeet::LoadOptions& load_options, std::string& error) {
+  using clock = std::chrono::steady_clock;
+  try {
+    const auto t1 = clock::now();
+    auto transcript = parakeet::transcribe_file(transcriber, path, options, quiet, load_options);
+    const double wall = std::chrono::duration<double>(clock::now() - t1).count();
+    std::string stages;
+    for (const auto& [name, seconds] : transcript.timings) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%s%s: %.3f s", stages.empty() ? "" : ", ", name.c_str(), seconds);
+      stages += buf;
+    }
+    const double rtfx = wall > 0 ? transcript.audio_seconds / wall : 0.0;
+    const std::string how = transcript.windows ? "; " + std::to_string(transcript.windows) + " windows" : "";
+    if (!quiet) {
+      std::fprintf(stderr, "%s: %.2f s of audio%s; %s; wall: %.3f s; RTFx %.1f\n", path.c_str(),
+                   transcript.audio_seconds, how.c_str(), stages.c_str(), wall, rtfx);
+    }
+    return transcript;
+  } catch (const parakeet::AudioError& e) {
+    error = naming(path, one_line(e.what()));
+  } catch (const parakeet::PteModelError& e) {
+    error = naming(path, one_line(e.what()));
+  } catch (const std::bad_alloc&) {
+    error = naming(path, "out of memory while reading or transcribing it");
+  } catch (const std::exception& e) {
+    error = naming(path, std::string("unexpected failure: ") + one_line(e.what()));
+  }
+  std::fprintf(stderr, "parakeet_runner: error: %s\n", error.c_str());
+  return std::nullopt;
 }
 
 int run(const parakeet::cli::Options& opt) {
@@ -34,7 +81,7 @@ int run(const parakeet::cli::Options& opt) {
   const auto t0 = clock::now();
   parakeet::PteModel model(opt.model_path, opt.data_path);
   parakeet::Tokenizer tokenizer(opt.tokenizer_path);
-  parakeet::Transcriber transcriber(model, tokenizer);
+  parakeet::Transcriber transcriber(model, tokenizer, !opt.ignore_tokenizer_fingerprint, warn);
   std::fprintf(stderr, "load: %.3f s\n", std::chrono::duration<double>(clock::now() - t0).count());
 
   if (!opt.stream.empty()) {
@@ -45,28 +92,31 @@ int run(const parakeet::cli::Options& opt) {
   }
   const auto options = parakeet::resolve_context(opt.left_context_seconds, opt.chunk_seconds,
                                                  opt.right_context_seconds, /*live=*/false);
-  const auto t1 = clock::now();
-  const auto transcript = parakeet::transcribe_file(transcriber, opt.audio_path, options, opt.quiet);
-  const double wall = std::chrono::duration<double>(clock::now() - t1).count();
-  std::string stages;
-  for (const auto& [name, seconds] : transcript.timings) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%s%s: %.3f s", stages.empty() ? "" : ", ", name.c_str(), seconds);
-    stages += buf;
-  }
-  const double rtfx = wall > 0 ? transcript.audio_seconds / wall : 0.0;
-  const std::string how = transcript.windows ? "; " + std::to_string(transcript.windows) + " windows" : "";
-  if (!opt.quiet) {
-    std::fprintf(stderr, "%s: %.2f s of audio%s; %s; RTFx %.1f\n", opt.audio_path.c_str(), transcript.audio_seconds,
-                 how.c_str(), stages.c_str(), rtfx);
+  if (options.chunk_seconds != 0) parakeet::context_frames(transcriber, options);  // bad sizes fail before any file
+  parakeet::LoadOptions load_options;
+  load_options.non_finite = opt.zero_non_finite ? parakeet::NonFinite::kZero : parakeet::NonFinite::kRefuse;
+  load_options.warn = warn;
+  std::vector<parakeet::FileResult> results;
+  size_t failed = 0;
+  for (const auto& path : opt.audio_paths) {
+    parakeet::FileResult r;
+    r.name = path;
+    r.transcript = transcribe_file(transcriber, path, options, opt.quiet, load_options, r.error);
+    failed += !r.transcript;
+    results.push_back(std::move(r));
   }
 
   const auto levels = parakeet::timestamp_levels(opt.timestamps);
-  const std::string out = opt.format == "json"    ? parakeet::render_json(transcript, levels)
-                          : opt.format == "jsonl" ? parakeet::render_jsonl(opt.audio_path, transcript, levels)
-                                                  : parakeet::render_text(transcript, levels);
-  std::cout << out << std::endl;
-  return 0;
+  if (failed < results.size()) {  // nothing on stdout when no file could be transcribed
+    std::cout << (opt.format == "json"    ? parakeet::render_json(results, levels)
+                  : opt.format == "jsonl" ? parakeet::render_jsonl(results, levels)
+                                          : parakeet::render_text(results, levels))
+              << std::endl;
+  }
+  if (failed && results.size() > 1) {
+    std::fprintf(stderr, "parakeet_runner: %zu of %zu files failed\n", failed, results.size());
+  }
+  return failed ? 2 : 0;
 }
 
 }  // namespace

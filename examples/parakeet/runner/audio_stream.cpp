@@ -18,23 +18,6 @@ namespace {
 
 volatile std::sig_atomic_t g_interrupted = 0;
 
-SNDFILE* open_audio(const std::string& path, SF_INFO& info) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw AudioError("audio file not found: " + path);
-  info = SF_INFO{};
-  SNDFILE* file = sf_open(path.c_str(), SFM_READ, &info);
-  if (!file) {
-    throw AudioError("cannot decode audio file " + path + ": " + sf_strerror(nullptr) +
-                     ". Pass a WAV, FLAC, OGG or MP3 file.");
-  }
-  if (info.channels < 1 || info.samplerate <= 0) {
-    sf_close(file);
-    throw AudioError("cannot decode audio file " + path + ": it reports " + std::to_string(info.channels) +
-                     " channels at " + std::to_string(info.samplerate) + " Hz");
-  }
-  return file;
-}
-
 // The containers a user is likely to pipe in by mistake, by their first bytes (audio_stream.py's table).
 void refuse_container(const std::vector<uint8_t>& head) {
   static const std::pair<const char*, const char*> kMagic[] = {
@@ -53,7 +36,8 @@ void refuse_container(const std::vector<uint8_t>& head) {
 
 AudioInfo audio_info(const std::string& path) {
   SF_INFO info;
-  sf_close(open_audio(path, info));
+  std::string log;
+  open_sndfile(path, info, log);
   return {static_cast<int64_t>(info.frames), static_cast<int64_t>(info.samplerate), info.channels};
 }
 
@@ -111,38 +95,34 @@ std::vector<float> StreamResampler::operator()(std::vector<float> mono, bool las
 
 // ---- FileBlockReader ---------------------------------------------------------------------------------------------
 
-FileBlockReader::FileBlockReader(const std::string& path, int64_t sample_rate, int64_t block_frames)
-    : path_(path), block_frames_(block_frames) {
+FileBlockReader::FileBlockReader(const std::string& path, int64_t sample_rate, const LoadOptions& options,
+                                 int64_t block_frames)
+    : path_(path), block_frames_(block_frames), options_(options), file_(nullptr, &sf_close) {
   SF_INFO info;
-  file_ = open_audio(path, info);
+  file_ = open_sndfile(path, info, log_);
   info_ = {static_cast<int64_t>(info.frames), static_cast<int64_t>(info.samplerate), info.channels};
-  try {
-    resample_ = std::make_unique<StreamResampler>(info_.sample_rate, sample_rate);
-  } catch (...) {
-    sf_close(file_);
-    throw;
-  }
-}
-
-FileBlockReader::~FileBlockReader() {
-  if (file_) sf_close(file_);
+  resample_ = std::make_unique<StreamResampler>(info_.sample_rate, sample_rate);
 }
 
 bool FileBlockReader::next(std::vector<float>& block) {
   while (!done_) {
     std::vector<float> interleaved(static_cast<size_t>(block_frames_) * info_.channels);
     // libsndfile scales integer PCM to [-1, 1) itself, as soundfile's read(dtype="float32") does.
-    const sf_count_t got = sf_readf_float(file_, interleaved.data(), block_frames_);
-    if (got < 0 || (got < block_frames_ && sf_error(file_) != SF_ERR_NO_ERROR)) {
-      throw AudioError("cannot decode audio file " + path_ + ": " + sf_strerror(file_));
+    const sf_count_t got = sf_readf_float(file_.get(), interleaved.data(), block_frames_);
+    if (got < 0 || (got < block_frames_ && sf_error(file_.get()) != SF_ERR_NO_ERROR)) {
+      throw AudioError("cannot decode audio file " + path_ + ": " + sf_strerror(file_.get()));
     }
     interleaved.resize(static_cast<size_t>(got) * info_.channels);
+    // Checked per block, before mixing, with the block's offset: the error names the file's own time.
+    finite_or_zeroed(interleaved.data(), static_cast<size_t>(got), info_.channels, path_, frames_read_,
+                     info_.sample_rate, options_);
+    frames_read_ += got;
     const bool last = got < block_frames_;
     block = (*resample_)(to_mono(interleaved, info_.channels), last);
     if (last) {
       done_ = true;
-      sf_close(file_);
-      file_ = nullptr;
+      file_.reset();
+      warn_if_truncated(path_, log_, frames_read_, info_.sample_rate, options_.warn);
     }
     if (!block.empty()) return true;
   }

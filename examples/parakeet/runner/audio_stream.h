@@ -10,7 +10,8 @@
 #include <string>
 #include <vector>
 
-struct sf_private_tag;  // libsndfile's SNDFILE
+#include "audio.h"
+
 struct soxr;
 
 namespace parakeet {
@@ -51,8 +52,9 @@ class StreamResampler {
 // (read_blocks in audio_stream.py). Throws AudioError: missing or undecodable file, or a failure mid-way.
 class FileBlockReader {
  public:
-  FileBlockReader(const std::string& path, int64_t sample_rate, int64_t block_frames = kBlockFrames);
-  ~FileBlockReader();
+  // NaN/Inf samples are refused (or zeroed, as options say) block by block; a truncated file warns at its end.
+  FileBlockReader(const std::string& path, int64_t sample_rate, const LoadOptions& options = {},
+                  int64_t block_frames = kBlockFrames);
   const AudioInfo& info() const { return info_; }
   // The next non-empty block; false at the end.
   bool next(std::vector<float>& block);
@@ -61,7 +63,10 @@ class FileBlockReader {
   std::string path_;
   AudioInfo info_;
   int64_t block_frames_;
-  sf_private_tag* file_ = nullptr;
+  LoadOptions options_;
+  SndFile file_;
+  std::string log_;
+  int64_t frames_read_ = 0;
   std::unique_ptr<StreamResampler> resample_;
   bool done_ = false;
 };

@@ -1,7 +1,9 @@
 // Error types of the runner, one per stage as in the Python runner (AudioError, TokenizerError, PteModelError),
-// so the command line can print one line and exit non-zero for any of them instead of crashing.
+// so the command line can print one line and exit non-zero for any of them instead of crashing; and the sink that
+// receives warnings (audio.py's AudioWarning, tokenizer.py's TokenizerWarning), one line each.
 #pragma once
 
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -22,5 +24,8 @@ struct PteModelError : RunnerError {
 struct AudioRangeError : PteModelError {
   using PteModelError::PteModelError;
 };
+
+// Receives one warning line (no trailing newline); an empty sink drops warnings.
+using WarningSink = std::function<void(const std::string&)>;
 
 }  // namespace parakeet

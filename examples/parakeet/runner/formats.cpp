@@ -86,27 +86,74 @@ std::string render_text(const Transcript& t, const std::vector<std::string>& lev
   return out;
 }
 
-std::string render_json(const Transcript& t, const std::vector<std::string>& levels) {
-  std::string out = "{\n  \"text\": " + json_string(t.text);
+namespace {
+
+// One JSON object as json.dumps(..., indent=2) writes it `depth` levels deep: {"audio"?, "text", levels...}.
+std::string json_transcript(const Transcript& t, const std::vector<std::string>& levels, int depth,
+                            const std::string* audio) {
+  const std::string in(2 * (depth + 1), ' '), in2(2 * (depth + 2), ' '), in3(2 * (depth + 3), ' ');
+  std::string out = "{\n";
+  if (audio) out += in + "\"audio\": " + json_string(*audio) + ",\n";
+  out += in + "\"text\": " + json_string(t.text);
   for (const auto& level : levels) {
     const auto& spans = level_spans(t, level);
-    out += ",\n  " + json_string(level) + ": [";
+    out += ",\n" + in + json_string(level) + ": [";
     if (spans.empty()) {
       out += "]";
       continue;
     }
     for (size_t i = 0; i < spans.size(); ++i) {
       const Span& s = spans[i];
-      out += (i ? ",\n    {\n" : "\n    {\n");
-      out += "      \"text\": " + json_string(s.text) + ",\n";
-      out += "      \"start\": " + python_float(s.start) + ",\n";
-      out += "      \"end\": " + python_float(s.end);
-      if (s.id) out += ",\n      \"id\": " + std::to_string(*s.id);
-      out += "\n    }";
+      out += (i ? ",\n" : "\n") + in2 + "{\n";
+      out += in3 + "\"text\": " + json_string(s.text) + ",\n";
+      out += in3 + "\"start\": " + python_float(s.start) + ",\n";
+      out += in3 + "\"end\": " + python_float(s.end);
+      if (s.id) out += ",\n" + in3 + "\"id\": " + std::to_string(*s.id);
+      out += "\n" + in2 + "}";
     }
-    out += "\n  ]";
+    out += "\n" + in + "]";
   }
-  return out + "\n}";
+  return out + "\n" + std::string(2 * depth, ' ') + "}";
+}
+
+std::string json_failure(const FileResult& r, int depth, bool with_audio) {
+  const std::string in(2 * (depth + 1), ' ');
+  std::string out = "{\n";
+  if (with_audio) out += in + "\"audio\": " + json_string(r.name) + ",\n";
+  return out + in + "\"error\": " + json_string(r.error) + "\n" + std::string(2 * depth, ' ') + "}";
+}
+
+}  // namespace
+
+std::string render_json(const Transcript& t, const std::vector<std::string>& levels) {
+  return json_transcript(t, levels, 0, nullptr);
+}
+
+std::string render_json(const std::vector<FileResult>& results, const std::vector<std::string>& levels) {
+  if (results.size() == 1) {
+    const auto& r = results[0];
+    return r.transcript ? json_transcript(*r.transcript, levels, 0, nullptr) : json_failure(r, 0, false);
+  }
+  if (results.empty()) return "[]";
+  std::string out = "[";
+  for (size_t i = 0; i < results.size(); ++i) {
+    const auto& r = results[i];
+    out += (i ? ",\n  " : "\n  ");
+    out += r.transcript ? json_transcript(*r.transcript, levels, 1, &r.name) : json_failure(r, 1, true);
+  }
+  return out + "\n]";
+}
+
+std::string render_text(const std::vector<FileResult>& results, const std::vector<std::string>& levels) {
+  std::string out;
+  bool first = true;
+  for (const auto& r : results) {
+    if (!r.transcript) continue;  // its error went to stderr
+    if (!first) out += "\n";
+    first = false;
+    out += (results.size() > 1 ? r.name + "\t" : std::string()) + render_text(*r.transcript, levels);
+  }
+  return out;
 }
 
 
@@ -125,6 +172,17 @@ std::string render_jsonl(const std::string& audio, const Transcript& t, const st
     out += "]";
   }
   return out + "}";
+}
+
+std::string render_jsonl(const std::vector<FileResult>& results, const std::vector<std::string>& levels) {
+  std::string out;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const auto& r = results[i];
+    if (i) out += "\n";
+    out += r.transcript ? render_jsonl(r.name, *r.transcript, levels)
+                        : "{\"audio\": " + json_string(r.name) + ", \"error\": " + json_string(r.error) + "}";
+  }
+  return out;
 }
 
 }  // namespace parakeet

@@ -64,12 +64,14 @@ ContextSize context_frames(Transcriber& transcriber, const LongFormOptions& opti
 }
 
 Transcript transcribe_file(Transcriber& transcriber, const std::string& path, const LongFormOptions& options,
-                           bool quiet) {
+                           bool quiet, const LoadOptions& load) {
   const int64_t rate = transcriber.metadata().sample_rate;
-  if (options.chunk_seconds == 0) return transcriber.transcribe(load_audio(path, rate));
+  if (options.chunk_seconds == 0) return transcriber.transcribe(load_audio(path, rate, load));
   const ContextSize context = context_frames(transcriber, options);
-  FileBlockReader reader(path, rate);
-  if (reader.info().seconds() <= options.window_seconds()) return transcriber.transcribe(load_audio(path, rate));
+  FileBlockReader reader(path, rate, load);
+  if (reader.info().seconds() <= options.window_seconds()) {
+    return transcriber.transcribe(load_audio(path, rate, load));
+  }
   std::optional<ProgressBar> bar;
   if (!quiet && isatty(STDERR_FILENO)) bar.emplace(std::round(reader.info().seconds() * 100) / 100);
   UpdateFn on_update;

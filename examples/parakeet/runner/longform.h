@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "audio.h"
 #include "buffered.h"
 #include "transcribe.h"
 
@@ -34,7 +35,8 @@ ContextSize context_frames(Transcriber& transcriber, const LongFormOptions& opti
 // One file: one pass if chunk_seconds == 0 or the file fits in one window, else buffered decoding over blocks read
 // from disk, with a progress bar on stderr when it is a terminal and not `quiet`. Throws AudioError,
 // PteModelError (and its ContextError / AudioRangeError).
+// NaN/Inf samples and truncation are handled as `load` says (audio.h).
 Transcript transcribe_file(Transcriber& transcriber, const std::string& path, const LongFormOptions& options,
-                           bool quiet = false);
+                           bool quiet = false, const LoadOptions& load = {});
 
 }  // namespace parakeet

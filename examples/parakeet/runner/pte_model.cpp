@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "errors.h"
+#include "et_errors.h"
 
 namespace parakeet {
 
@@ -42,8 +43,8 @@ void install_logger() {
 }
 
 std::string runtime_detail(Error e) {
-  std::string out = std::string(executorch::runtime::to_string(e));
-  if (!g_last_runtime_error.empty()) out += ": " + g_last_runtime_error;
+  std::string out = describe_error(e);
+  if (!g_last_runtime_error.empty()) out += "; runtime says: " + g_last_runtime_error;
   g_last_runtime_error.clear();
   return out;
 }
@@ -186,6 +187,11 @@ PteModel::PteModel(const std::string& path, const std::optional<std::string>& da
   m.num_mel_features = read_int(one("num_mel_features"), "num_mel_features");
   m.min_audio_samples = read_int(one("min_audio_samples"), "min_audio_samples");
   m.max_audio_samples = read_int(one("max_audio_samples"), "max_audio_samples");
+  if (names->count("tokenizer_sha256")) {  // optional: exports before it have no fingerprint
+    const EValue v = one("tokenizer_sha256");
+    if (!v.isString()) throw PteModelError("metadata method tokenizer_sha256 of " + path + " is not a string");
+    m.tokenizer_sha256 = std::string(v.toString());
+  }
   if (m.sample_rate <= 0 || m.hop_length <= 0 || m.durations.empty() || m.num_lstm_layers <= 0 ||
       m.pred_hidden <= 0) {
     throw PteModelError(path + " has inconsistent metadata (sample_rate, hop_length, durations or LSTM shape); "

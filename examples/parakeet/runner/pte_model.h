@@ -30,6 +30,8 @@ struct ModelMetadata {
   int64_t num_mel_features = 0;
   int64_t min_audio_samples = 0;
   int64_t max_audio_samples = 0;
+  // Optional (later exports): hex SHA-256 of the tokenizer's serialized SentencePiece model; "" when absent.
+  std::string tokenizer_sha256;
 };
 
 // A tensor the runner owns. Method outputs live in the method's planned memory and are overwritten by its next
@@ -58,6 +60,7 @@ class PteModel {
   explicit PteModel(const std::string& path, const std::optional<std::string>& data_path = std::nullopt);
 
   const ModelMetadata& metadata() const { return metadata_; }
+  const std::string& path() const { return path_; }
 
   // Log-mel features of a hop-aligned waveform: float32 [S] (valid samples `length`) -> ([1, F, T_mel], frames).
   std::pair<HostTensor, int64_t> preprocessor(std::vector<float>& audio, int64_t length);

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "errors.h"
+#include "sha256.h"
 
 namespace parakeet {
 
@@ -29,6 +30,27 @@ void Tokenizer::check_vocab(int64_t model_vocab_size) const {
     throw TokenizerError("tokenizer " + path_ + " has " + std::to_string(vocab_size()) +
                          " tokens but the model's vocabulary has " + std::to_string(model_vocab_size) +
                          "; use the tokenizer.model exported next to this .pte");
+  }
+}
+
+std::string Tokenizer::fingerprint() const { return sha256_hex(sp_->serialized_model_proto()); }
+
+void Tokenizer::check_fingerprint(const std::string& expected, const std::string& model_name,
+                                  const WarningSink& warn) const {
+  if (expected.empty()) {
+    if (warn) {
+      warn(model_name + " carries no tokenizer fingerprint (exported by an older parakeet-export), so " + path_ +
+           " is checked by size only; re-export the model to have it checked fully");
+    }
+    return;
+  }
+  const std::string actual = fingerprint();
+  if (actual != expected) {
+    throw TokenizerError("tokenizer " + path_ + " is not the one " + model_name +
+                         " was exported with (SentencePiece model SHA-256 " + actual.substr(0, 12) + "..., expected " +
+                         expected.substr(0, 12) + "...): its ids would decode to the wrong text. Use the "
+                         "tokenizer.model exported next to this .pte, or pass --ignore_tokenizer_fingerprint if you "
+                         "know they match");
   }
 }
 

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "errors.h"
+
 namespace sentencepiece {
 class SentencePieceProcessor;
 }
@@ -20,6 +22,11 @@ class Tokenizer {
   int vocab_size() const;
   // Throws TokenizerError when the tokenizer's size differs from the model's vocabulary.
   void check_vocab(int64_t model_vocab_size) const;
+  // Hex SHA-256 of the serialized SentencePiece model (what the .pte's tokenizer_sha256 holds).
+  std::string fingerprint() const;
+  // Throws TokenizerError unless fingerprint() == expected; an empty `expected` (a .pte exported before the
+  // fingerprint existed) only warns: the size check is then all there is. `model_name` is for the messages.
+  void check_fingerprint(const std::string& expected, const std::string& model_name, const WarningSink& warn) const;
   std::string piece(int id) const;  // with the word-boundary marker '▁' kept
   std::string decode(const std::vector<int>& ids) const;
   std::string decode_pieces(const std::vector<std::string>& pieces) const;

@@ -32,8 +32,11 @@ void add_timing(Timings& timings, const std::string& stage, double seconds) {
 
 }  // namespace
 
-Transcriber::Transcriber(PteModel& model, const Tokenizer& tokenizer) : model_(model), tokenizer_(tokenizer) {
+Transcriber::Transcriber(PteModel& model, const Tokenizer& tokenizer, bool check_fingerprint,
+                         const WarningSink& warn)
+    : model_(model), tokenizer_(tokenizer) {
   tokenizer.check_vocab(model.metadata().vocab_size);
+  if (check_fingerprint) tokenizer.check_fingerprint(model.metadata().tokenizer_sha256, model.path(), warn);
   for (int i = 0; i < tokenizer.vocab_size(); ++i) pieces_.push_back(tokenizer.piece(i));
   punctuation_ = punctuation_of_vocab(pieces_);
 }

@@ -39,8 +39,10 @@ struct Encoded {
 
 class Transcriber {
  public:
-  // Throws TokenizerError when the tokenizer's size differs from the model's vocabulary.
-  Transcriber(PteModel& model, const Tokenizer& tokenizer);
+  // Throws TokenizerError when the tokenizer's size differs from the model's vocabulary, or (check_fingerprint)
+  // when it is not the tokenizer the model was exported with; `warn` receives the note for a .pte without one.
+  Transcriber(PteModel& model, const Tokenizer& tokenizer, bool check_fingerprint = true,
+              const WarningSink& warn = {});
 
   double max_audio_seconds() const;
   PteModel& model() { return model_; }

@@ -60,15 +60,13 @@ def _stage(name: str):
 
 
 def run_export(args: argparse.Namespace) -> Path:
-    """Run every stage for parsed arguments; returns the .pte path. Raises on any failure, leaving no .pte."""
-    import torch
+    """Run every stage for parsed arguments; returns the .pte path.
 
-    from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge_transform_and_lower
-
-    from .backends import check_host, partitioners
-    from .lowering_speedups import faster_lowering, faster_tracing
-    from .load import load_nemo_model, read_metadata
-    from .program import export_methods
+    Arguments, host and ``--output-dir`` (created, and written to once) are checked before the model is loaded.
+    Raises on any failure, leaving no .pte, and no folder that this call created and nothing was written to.
+    """
+    from .backends import check_host
+    from .output_dir import prepare_output_dir, remove_created
     from .recipes import check_embedding_recipe, check_recipe
 
     check_host(args.backend, args.dtype)
@@ -80,7 +78,23 @@ def run_export(args: argparse.Namespace) -> Path:
         raise ValueError(f"--max-audio-seconds must be in ({DEFAULT_MIN_AUDIO_SECONDS}, 600], "
                          f"got {args.max_audio_seconds}")
     out_dir = Path(args.output_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    created = prepare_output_dir(out_dir)
+    try:
+        return _export_stages(args, plan, out_dir)
+    except BaseException:
+        remove_created(created)
+        raise
+
+
+def _export_stages(args: argparse.Namespace, plan: dict[str, str], out_dir: Path) -> Path:
+    import torch
+
+    from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge_transform_and_lower
+
+    from .backends import partitioners
+    from .lowering_speedups import faster_lowering, faster_tracing
+    from .load import load_nemo_model, read_metadata
+    from .program import export_methods
 
     with _stage("load"):
         model = load_nemo_model(args.model)
@@ -165,6 +179,9 @@ def main(argv: list[str] | None = None) -> int:
         run_export(args)
     except (BackendError, ModelLoadError, RecipeError, ValueError) as exc:
         print(f"parakeet-export: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # e.g. the disk filled up while serializing; _write_atomically left no partial file
+        print(f"parakeet-export: error: cannot write the export into {args.output_dir}: {exc}", file=sys.stderr)
         return 2
     return 0
 

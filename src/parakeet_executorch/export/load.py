@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -63,7 +64,11 @@ class ModelMetadata:
 
     Units: ``sample_rate`` Hz; ``window_stride`` seconds per feature frame; ``hop_length`` samples per feature
     frame; ``subsampling_factor`` feature frames per encoder frame; ``min/max_audio_samples`` the supported
-    input range in samples.
+    input range in samples; ``tokenizer_sha256`` the hex SHA-256 of the tokenizer's serialized SentencePiece model
+    (``tokenizer_fingerprint``), so that the runners can refuse another export's tokenizer of the same size.
+
+    Fields marked ``optional`` were added after the first exports: a .pte without them still loads, with the
+    default ("" = unknown).
     """
 
     sample_rate: int
@@ -80,10 +85,16 @@ class ModelMetadata:
     num_mel_features: int = 0
     min_audio_samples: int = 0
     max_audio_samples: int = 0
+    tokenizer_sha256: str = field(default="", metadata={"optional": True})
 
     def constant_methods(self) -> dict:
         """The metadata as ExecuTorch constant methods (name -> int, float or list of ints)."""
         return asdict(self)
+
+
+def tokenizer_fingerprint(serialized_model_proto: bytes) -> str:
+    """Hex SHA-256 of a SentencePiece model's serialized proto (what ``tokenizer.model`` holds as exported)."""
+    return hashlib.sha256(serialized_model_proto).hexdigest()
 
 
 def read_metadata(nemo_model, min_audio_seconds: float, max_audio_seconds: float) -> ModelMetadata:
@@ -116,4 +127,5 @@ def read_metadata(nemo_model, min_audio_seconds: float, max_audio_seconds: float
         num_mel_features=int(featurizer.nfilt),
         min_audio_samples=samples(min_audio_seconds),
         max_audio_samples=samples(max_audio_seconds),
+        tokenizer_sha256=tokenizer_fingerprint(nemo_model.tokenizer.tokenizer.serialized_model_proto()),
     )

@@ -1,10 +1,11 @@
 """``parakeet-transcribe``: transcribe audio files, or live audio, with an exported .pte (no NeMo needed).
 
 Files that fit in one window (left + chunk + right context) are transcribed in one pass; longer ones are read block
-by block and decoded with buffered left | chunk | right decoding (``buffered.py``), so any length works in flat
-memory. ``--stream -`` reads raw 16-bit PCM from stdin and ``--mic`` records from the default input device; both
-print text as it is decided. The transcript goes to stdout; stage timings and RTFx (audio seconds / wall seconds)
-go to stderr.
+by block and decoded with buffered left | chunk | right decoding (``buffered.py``, ``longform.py``), so any length
+works in flat memory. ``--stream -`` reads raw 16-bit PCM from stdin and ``--mic`` records from the default input
+device; both print text as it is decided (``live.py``). The transcript goes to stdout; stage timings and RTFx
+(audio seconds / wall seconds) go to stderr. Every file that can be read is transcribed; each one that cannot gets
+one ``error:`` line on stderr naming it (and an ``error`` entry in JSON output), and the exit status is then 2.
 """
 
 from __future__ import annotations
@@ -12,33 +13,19 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import dataclass
+import warnings
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from .formats import LEVELS
+from .longform import FILE_CONTEXT, LIVE_CONTEXT, LongFormOptions, transcribe_file
 
-# Defaults measured on the full-size model (benchmarks/bench_longform.py): a 56 s window, within the .pte's default
-# 60 s bound, decodes 48 s per encoder call.
-FILE_CONTEXT = (4.0, 48.0, 4.0)
-# Live audio: NeMo's streaming defaults (theoretical latency = chunk + right context = 3.2 s).
-LIVE_CONTEXT = (10.0, 1.6, 1.6)
-
-
-@dataclass(frozen=True)
-class LongFormOptions:
-    """Buffered decoding sizes in seconds; ``chunk_seconds == 0`` means one pass only (audio past the bound fails)."""
-
-    left_context_seconds: float
-    chunk_seconds: float
-    right_context_seconds: float
-
-    @property
-    def window_seconds(self) -> float:
-        return self.left_context_seconds + self.chunk_seconds + self.right_context_seconds
+PROG = "parakeet-transcribe"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="parakeet-transcribe",
+    p = argparse.ArgumentParser(prog=PROG,
                                 description="Transcribe audio with a Parakeet TDT .pte exported by parakeet-export.")
     p.add_argument("audio", nargs="*", help="audio files (WAV, FLAC, OGG, MP3; any rate, channel count and length)")
     p.add_argument("--model", required=True, help="model.pte written by parakeet-export")
@@ -47,6 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="jsonl: one JSON object per file, or per decoded chunk with --stream/--mic")
     p.add_argument("--timestamps", choices=tuple(LEVELS), default=None,
                    help="timestamp levels for txt/json (default: none for txt, all for json)")
+    p.add_argument("--zero-non-finite", action="store_true",
+                   help="replace NaN/Inf samples by silence (with a warning) instead of refusing the file")
+    p.add_argument("--ignore-tokenizer-fingerprint", action="store_true",
+                   help="accept a tokenizer other than the one the .pte was exported with (its size must still "
+                        "match)")
     g = p.add_argument_group("long audio (buffered left | chunk | right decoding)")
     g.add_argument("--chunk-seconds", type=float, default=None,
                    help=f"audio decoded per window (default {FILE_CONTEXT[1]:g}; live {LIVE_CONTEXT[1]:g}); "
@@ -77,59 +69,74 @@ def resolve_context(args, live: bool) -> LongFormOptions:
         right if args.right_context_seconds is None else args.right_context_seconds)
 
 
-def context_frames(transcriber, options: LongFormOptions):
-    """``ContextSize`` in encoder frames for ``options``; raises ``ContextError`` for sizes the .pte cannot take."""
-    from .buffered import BufferedDecoder, ContextSize
+@contextmanager
+def printed_warnings(prog: str = PROG) -> Iterator[None]:
+    """Print this package's warnings (AudioWarning, TokenizerWarning) as ``prog: warning: ...`` lines on stderr.
 
-    meta = transcriber.model.metadata
-    context = ContextSize.from_seconds(options.left_context_seconds, options.chunk_seconds,
-                                       options.right_context_seconds, meta.window_stride, meta.subsampling_factor)
-    BufferedDecoder(transcriber, context)  # checks the window against the .pte's bound
-    return context
+    Other warnings raised in the body are re-issued unchanged after it.
+    """
+    from ..audio import AudioWarning
+    from ..tokenizer import TokenizerWarning
 
-
-def transcribe_file(transcriber, path, options: LongFormOptions, quiet: bool = False):
-    """Transcribe one file: one pass if it fits in one window (or ``chunk_seconds == 0``), else buffered decoding
-    over blocks read from disk. Returns a ``Transcript``. Raises ``AudioError``, ``PteModelError`` (and its
-    ``ContextError``/``AudioRangeError``)."""
-    from ..audio import load_audio
-    from ..audio_stream import audio_info, read_blocks
-    from .buffered import transcribe_buffered
-
-    rate = transcriber.model.metadata.sample_rate
-    if options.chunk_seconds == 0:
-        return transcriber.transcribe(load_audio(path, rate))
-    context = context_frames(transcriber, options)
-    info = audio_info(path)
-    if info.seconds <= options.window_seconds:
-        return transcriber.transcribe(load_audio(path, rate))
-    bar = _progress_bar(info.seconds, quiet)
+    ours = (AudioWarning, TokenizerWarning)
+    pending: list = []
     try:
-        return transcribe_buffered(transcriber, read_blocks(path, rate), context,
-                                   on_update=None if bar is None else (lambda _u, n: bar.update(n / rate - bar.n)))
+        with warnings.catch_warnings(record=True) as caught:
+            for category in ours:
+                warnings.simplefilter("always", category)
+            try:
+                yield
+            finally:
+                pending = list(caught)
     finally:
-        if bar is not None:
-            bar.close()
+        # Emitted outside catch_warnings, so that foreign warnings obey the caller's filters again; and also when
+        # the body raised (a warning about a file may explain its error).
+        for w in pending:
+            if issubclass(w.category, ours):
+                print(f"{prog}: warning: {w.message}", file=sys.stderr)
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
-def _progress_bar(total_seconds: float, quiet: bool):
-    if quiet or not sys.stderr.isatty():
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=round(total_seconds, 2), unit="s", unit_scale=False, file=sys.stderr, leave=False,
-                bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} s audio [{elapsed}<{remaining}]")
+def _naming(path, exc: Exception) -> str:
+    text = " ".join(str(exc).split())  # one line
+    return text if str(path) in text else f"{path}: {text}"
 
 
-def transcribe_files(transcriber, paths, options: LongFormOptions | None = None, quiet: bool = False) -> list:
+def transcribe_files(transcriber, paths, options: LongFormOptions | None = None, *, quiet: bool = False,
+                     keep_going: bool = False, non_finite: str = "error", prog: str = PROG) -> list:
     """Transcribe each file with ``transcriber`` (a ``Transcriber``), printing per-file stage timings and RTFx to
-    stderr. Returns ``[(path, Transcript), ...]`` in input order. Raises ``AudioError`` for unreadable audio and
-    ``PteModelError`` when a method fails."""
+    stderr (unless ``quiet``).
+
+    Args:
+        options: context sizes (default ``FILE_CONTEXT``): files longer than one window are decoded buffered.
+        keep_going: False raises on the first file that fails; True reports it on stderr (``prog: error: ...``,
+            naming the file), puts a ``formats.Failure`` in its place and goes on with the next.
+        non_finite: ``"error"`` or ``"zero"`` (``audio.load_audio``).
+    Returns:
+        ``[(path, Transcript or Failure), ...]`` in input order.
+    Raises:
+        AudioError (unreadable audio) or PteModelError (a method failed, audio too long, bad context sizes),
+        unless ``keep_going``.
+    """
+    from ..audio import AudioError
+    from .formats import Failure
+    from .pte_model import PteModelError
+
     options = options or LongFormOptions(*FILE_CONTEXT)
     results = []
     for path in paths:
         t1 = time.perf_counter()
-        transcript = transcribe_file(transcriber, path, options, quiet)
+        try:
+            with printed_warnings(prog):
+                transcript = transcribe_file(transcriber, path, options, quiet, non_finite)
+        except (AudioError, PteModelError) as exc:
+            if not keep_going:
+                raise
+            message = _naming(path, exc)
+            print(f"{prog}: error: {message}", file=sys.stderr)
+            results.append((path, Failure(message)))
+            continue
         wall = time.perf_counter() - t1
         if not quiet:
             stages = ", ".join(f"{k}: {v:.3f} s" for k, v in transcript.timings.items() if k != "windows")
@@ -137,13 +144,12 @@ def transcribe_files(transcriber, paths, options: LongFormOptions | None = None,
             how = f"; {windows} windows" if windows else ""
             rtfx = transcript.audio_seconds / wall if wall > 0 else float("inf")
             print(f"{path}: {transcript.audio_seconds:.2f} s of audio{how}; {stages}; wall: {wall:.3f} s; "
-                  f"RTFx {rtfx:.1f}",
-                  file=sys.stderr)
+                  f"RTFx {rtfx:.1f}", file=sys.stderr)
         results.append((path, transcript))
     return results
 
 
-def load_transcriber(model: str | Path, tokenizer: str | Path | None = None):
+def load_transcriber(model: str | Path, tokenizer: str | Path | None = None, *, check_fingerprint: bool = True):
     """A ``Transcriber`` over ``model`` (a .pte) and ``tokenizer`` (default: ``tokenizer.model`` next to it); prints
     the load time to stderr. Raises ``PteModelError`` / ``TokenizerError`` naming the file at fault."""
     from ..tokenizer import Tokenizer
@@ -152,7 +158,8 @@ def load_transcriber(model: str | Path, tokenizer: str | Path | None = None):
 
     tokenizer_path = Path(tokenizer) if tokenizer else Path(model).with_name("tokenizer.model")
     t0 = time.perf_counter()
-    transcriber = Transcriber(PteModel(model), Tokenizer(tokenizer_path))
+    with printed_warnings():
+        transcriber = Transcriber(PteModel(model), Tokenizer(tokenizer_path), check_fingerprint=check_fingerprint)
     print(f"load: {time.perf_counter() - t0:.3f} s", file=sys.stderr)
     return transcriber
 
@@ -184,23 +191,36 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(problem)
     from ..audio import AudioError
     from ..tokenizer import TokenizerError
-    from .formats import render
+    from .formats import Failure, render
     from .pte_model import PteModelError
 
     live = args.stream is not None or args.mic
     options = resolve_context(args, live)
     timestamps = args.timestamps or ("all" if args.format in ("json", "jsonl") else "none")
+    non_finite = "zero" if args.zero_non_finite else "error"
     try:
-        transcriber = load_transcriber(args.model, args.tokenizer)
+        transcriber = load_transcriber(args.model, args.tokenizer,
+                                       check_fingerprint=not args.ignore_tokenizer_fingerprint)
         if live:
             from .live import run_live
 
             return run_live(transcriber, args, options, timestamps)
-        results = transcribe_files(transcriber, args.audio, options, args.quiet)
+        if options.chunk_seconds:
+            from .longform import context_frames
+
+            context_frames(transcriber, options)  # bad context sizes fail once, before any file
     except (AudioError, TokenizerError, PteModelError) as exc:
-        print(f"parakeet-transcribe: error: {exc}", file=sys.stderr)
+        print(f"{PROG}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
-    print(render(results, args.format, timestamps))
+    results = transcribe_files(transcriber, args.audio, options, quiet=args.quiet, keep_going=True,
+                               non_finite=non_finite)
+    failed = sum(isinstance(t, Failure) for _, t in results)
+    if failed < len(results):  # nothing on stdout when no file could be transcribed
+        print(render(results, args.format, timestamps))
+    if failed:
+        if len(results) > 1:
+            print(f"{PROG}: {failed} of {len(results)} files failed", file=sys.stderr)
+        return 2
     return 0
 
 

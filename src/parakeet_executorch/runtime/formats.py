@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from .transcribe import Transcript
 
 LEVELS = {"none": (), "token": ("tokens",), "word": ("words",), "segment": ("segments",),
           "all": ("tokens", "words", "segments")}
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A file that could not be transcribed, in place of its Transcript: the one-line error reported for it."""
+
+    error: str
 
 
 def _clock(seconds: float, sep: str) -> str:
@@ -18,39 +26,53 @@ def _clock(seconds: float, sep: str) -> str:
     return f"{h:02d}:{m:02d}:{s:02d}{sep}{ms:03d}"
 
 
-def render(transcripts: list[tuple[str, Transcript]], fmt: str, timestamps: str) -> str:
-    """Render (audio name, transcript) pairs.
+def _vtt_note(name: str) -> str:
+    # A WebVTT comment may not contain "-->", and must be followed by a blank line, or a parser takes it (and the
+    # cue timing line after it) for one block, the comment becoming the cue's identifier.
+    return "NOTE " + name.replace("-->", "- ->").replace("\n", " ") + "\n"
+
+
+def render(transcripts: list[tuple[str, Transcript | Failure]], fmt: str, timestamps: str) -> str:
+    """Render (audio name, transcript or Failure) pairs.
 
     Args:
         fmt: ``txt`` (text, then one ``[start - end] text`` line per span of the requested levels), ``json`` (one
-            object, or a list of objects with an ``audio`` key for several files), ``jsonl`` (one object with an
-            ``audio`` key per line), ``srt`` or ``vtt`` (cues from segments).
+            object, or a list of objects with an ``audio`` key for several files; a failed file's object is
+            ``{"audio", "error"}``), ``jsonl`` (one object with an ``audio`` key per line, failures likewise),
+            ``srt`` (cues from segments, numbered across all files) or ``vtt`` (cues from segments; with several
+            files, a ``NOTE`` block naming each file before its cues). Failed files are left out of txt, srt and vtt
+            (their errors go to stderr).
         timestamps: ``none``, ``token``, ``word``, ``segment`` or ``all``: which levels txt and json include.
     """
     levels = LEVELS[timestamps]
+    several = len(transcripts) > 1
     if fmt == "jsonl":
-        return "\n".join(json.dumps({"audio": name, **t.as_dict(levels)}, ensure_ascii=False)
+        return "\n".join(json.dumps({"audio": name, **({"error": t.error} if isinstance(t, Failure)
+                                                        else t.as_dict(levels))}, ensure_ascii=False)
                          for name, t in transcripts)
     if fmt == "json":
-        objs = [t.as_dict(levels) for _, t in transcripts]
-        if len(objs) == 1:
+        objs = [{"error": t.error} if isinstance(t, Failure) else t.as_dict(levels) for _, t in transcripts]
+        if not several:
             return json.dumps(objs[0], ensure_ascii=False, indent=2)
         return json.dumps([{"audio": name, **o} for (name, _), o in zip(transcripts, objs)],
                           ensure_ascii=False, indent=2)
+    done = [(name, t) for name, t in transcripts if not isinstance(t, Failure)]
     if fmt in ("srt", "vtt"):
         blocks = []
-        for name, t in transcripts:
-            if len(transcripts) > 1:
-                blocks.append(f"NOTE {name}" if fmt == "vtt" else "")
-            sep = "," if fmt == "srt" else "."
-            for i, seg in enumerate(t.segments, 1):
-                head = f"{i}\n" if fmt == "srt" else ""
+        sep = "," if fmt == "srt" else "."
+        number = 0
+        for name, t in done:
+            if several and fmt == "vtt":
+                blocks.append(_vtt_note(name))
+            for seg in t.segments:
+                number += 1
+                head = f"{number}\n" if fmt == "srt" else ""
                 blocks.append(f"{head}{_clock(seg.start, sep)} --> {_clock(seg.end, sep)}\n{seg.text}\n")
-        body = "\n".join(b for b in blocks if b)
+        body = "\n".join(blocks)
         return ("WEBVTT\n\n" + body) if fmt == "vtt" else body
     lines = []
-    for name, t in transcripts:
-        lines.append(f"{name}\t{t.text}" if len(transcripts) > 1 else t.text)
+    for name, t in done:
+        lines.append(f"{name}\t{t.text}" if several else t.text)
         for level in levels:
             lines.extend(f"[{s.start:.2f} - {s.end:.2f}] {s.text}" for s in getattr(t, level))
     return "\n".join(lines)

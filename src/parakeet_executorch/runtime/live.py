@@ -24,7 +24,7 @@ def run_live(transcriber, args, options, timestamps: str) -> int:
     Returns the exit code. Raises ``AudioError`` for malformed PCM, ``ContextError`` for bad context sizes.
     """
     from ..audio_stream import read_pcm_blocks, stdin_binary
-    from .cli import context_frames
+    from .longform import context_frames
 
     context = context_frames(transcriber, options)
     rate = transcriber.model.metadata.sample_rate

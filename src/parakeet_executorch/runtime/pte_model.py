@@ -8,9 +8,13 @@ from pathlib import Path
 import torch
 
 from ..export.load import ModelMetadata
+from .et_errors import explain
+from .runtime_log import captured_runtime_log
 
 REQUIRED_METHODS = ("preprocessor", "encoder", "decoder_step", "joint")
 _METADATA_FIELDS = tuple(ModelMetadata.__dataclass_fields__)
+# Entries later exports added: a .pte written before them still loads, with the field's default.
+_OPTIONAL_FIELDS = tuple(name for name, f in ModelMetadata.__dataclass_fields__.items() if f.metadata.get("optional"))
 
 
 class PteModelError(RuntimeError):
@@ -23,7 +27,8 @@ class PteModel:
     Args:
         path: the ``model.pte`` written by ``parakeet-export``.
     Raises:
-        PteModelError: missing file, not an ExecuTorch program, or a required method/metadata entry missing.
+        PteModelError: missing file, not an ExecuTorch program (the message spells out ExecuTorch's error code and
+            the runtime's reason), or a required method/metadata entry missing.
     """
 
     def __init__(self, path: str | Path):
@@ -36,45 +41,68 @@ class PteModel:
             from ..lowbit import executorch_kernels
 
             executorch_kernels.load()  # fpa4w programs call torchao::_linear_fp_act_*bit_weight.out
-        try:
-            self._program = Runtime.get().load_program(path)
-        except Exception as exc:
-            raise PteModelError(f"cannot load {path} as an ExecuTorch program: {exc}") from exc
+        self.path = path
+        self._program = self._loaded(lambda: Runtime.get().load_program(path),
+                                     f"cannot load {path} as an ExecuTorch program",
+                                     "; pass a model.pte written by parakeet-export")
         names = set(self._program.method_names)
-        missing = [m for m in REQUIRED_METHODS + _METADATA_FIELDS if m not in names]
+        missing = [m for m in REQUIRED_METHODS + _METADATA_FIELDS if m not in names and m not in _OPTIONAL_FIELDS]
         if missing:
             raise PteModelError(f"{path} lacks method(s) {', '.join(missing)}; re-export it with parakeet-export")
-        self.path = path
-        self.metadata = ModelMetadata(**{f: self._constant(f) for f in _METADATA_FIELDS})
-        self._methods = {name: self._program.load_method(name) for name in REQUIRED_METHODS}
+        self.metadata = ModelMetadata(**{f: self._constant(f) for f in _METADATA_FIELDS if f in names})
+        self._methods = {name: self._loaded(lambda name=name: self._program.load_method(name),
+                                            f"cannot load method {name} of {path}",
+                                            "; the .pte may need a backend or kernel library this runtime lacks")
+                         for name in REQUIRED_METHODS}
+
+    @staticmethod
+    def _loaded(load, what: str, fix: str):
+        """``load()`` with the runtime's log captured: replayed on success, folded into PteModelError on failure."""
+        with captured_runtime_log() as log:
+            try:
+                result, error = load(), None
+            except Exception as exc:  # the runtime raises RuntimeError (and ValueError for some loaders)
+                result, error = None, exc
+        if error is not None:
+            raise PteModelError(f"{what} ({explain(str(error), log.last_message)}){fix}") from error
+        log.replay()
+        return result
+
+    def _execute(self, method, name: str, inputs: list):
+        try:
+            return method.execute(inputs)
+        except Exception as exc:
+            raise PteModelError(f"method {name} of {self.path} failed ({explain(str(exc))})") from exc
 
     def _constant(self, name: str):
-        values = self._program.load_method(name).execute([])
+        method = self._loaded(lambda: self._program.load_method(name), f"cannot load method {name} of {self.path}",
+                              "; re-export it with parakeet-export")
+        values = self._execute(method, name, [])
         if name == "durations":
             return [int(v) for v in values]
         return values[0]
 
     def preprocessor(self, audio: torch.Tensor, length: int) -> tuple[torch.Tensor, int]:
         """Log-mel features of a hop-aligned waveform: float32 [S] -> ([1, F, T_mel], valid frames)."""
-        features, feature_length = self._methods["preprocessor"].execute(
-            [audio, torch.tensor([length], dtype=torch.int64)])
+        features, feature_length = self._execute(self._methods["preprocessor"], "preprocessor",
+                                                 [audio, torch.tensor([length], dtype=torch.int64)])
         return features, int(feature_length.item())
 
     def encoder(self, features: torch.Tensor, feature_length: int) -> tuple[torch.Tensor, int]:
         """Projected encoder frames: [1, F, T_mel] -> ([1, T_enc, J], valid encoder frames)."""
-        encoded, encoded_length = self._methods["encoder"].execute(
-            [features, torch.tensor([feature_length], dtype=torch.int64)])
+        encoded, encoded_length = self._execute(self._methods["encoder"], "encoder",
+                                                [features, torch.tensor([feature_length], dtype=torch.int64)])
         return encoded, int(encoded_length.item())
 
     def decoder_step(self, token: int, state: tuple[torch.Tensor, torch.Tensor]):
         """One prediction-network step: (token id, (h, c)) -> (prediction [1, 1, J], (h, c))."""
-        prediction, h, c = self._methods["decoder_step"].execute(
-            [torch.tensor([[token]], dtype=torch.int64), state[0], state[1]])
+        prediction, h, c = self._execute(self._methods["decoder_step"], "decoder_step",
+                                         [torch.tensor([[token]], dtype=torch.int64), state[0], state[1]])
         return prediction, (h, c)
 
     def joint(self, encoded_frame: torch.Tensor, prediction: torch.Tensor) -> tuple[int, int]:
         """Greedy joint step: ([1, 1, J], [1, 1, J]) -> (token id, duration index)."""
-        token, duration_index = self._methods["joint"].execute([encoded_frame, prediction])
+        token, duration_index = self._execute(self._methods["joint"], "joint", [encoded_frame, prediction])
         return int(token.item()), int(duration_index.item())
 
     def initial_state(self) -> tuple[torch.Tensor, torch.Tensor]:

@@ -45,12 +45,16 @@ class Transcriber:
     Args:
         model: the loaded .pte.
         tokenizer: its SentencePiece tokenizer.
+        check_fingerprint: also require the tokenizer to be the one the model was exported with (its SHA-256 in
+            the .pte's metadata); False skips that check, not the size check.
     Raises:
-        TokenizerError: the tokenizer's size differs from the model's vocabulary.
+        TokenizerError: the tokenizer's size differs from the model's vocabulary, or it is another export's.
     """
 
-    def __init__(self, model: PteModel, tokenizer: Tokenizer):
+    def __init__(self, model: PteModel, tokenizer: Tokenizer, *, check_fingerprint: bool = True):
         tokenizer.check_vocab(model.metadata.vocab_size)
+        if check_fingerprint:
+            tokenizer.check_fingerprint(model.metadata.tokenizer_sha256, str(model.path))
         self.model = model
         self.tokenizer = tokenizer
         self._pieces = [tokenizer.piece(i) for i in range(tokenizer.vocab_size)]

@@ -1,0 +1,14 @@
+// What ExecuTorch's error codes mean, so that a failed load or call says more than "Error::InvalidProgram".
+// Same table and wording as runtime/et_errors.py (a test checks both against executorch's runtime/core/error.h).
+#pragma once
+
+#include <executorch/runtime/core/error.h>
+
+#include <string>
+
+namespace parakeet {
+
+// "ExecuTorch error 0x23 InvalidProgram: invalid program contents (a truncated or corrupt .pte, ...)".
+std::string describe_error(executorch::runtime::Error error);
+
+}  // namespace parakeet

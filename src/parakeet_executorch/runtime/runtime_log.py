@@ -1,0 +1,52 @@
+"""Capture what ExecuTorch's runtime logs while a .pte is loaded, to put its detail into our one-line error.
+
+The Python runtime raises only ``Failed to load program, error: 0x:23``; the reason ("File size is too small...")
+is a separate ``[program.cpp:114] ...`` log line, which the pybindings write to Python's ``sys.stderr``.
+``captured_runtime_log`` swaps ``sys.stderr`` for a buffer during a call and hands the lines back; the caller
+replays them when the call succeeded (so nothing is hidden that was shown before) and folds the last one into its
+message when it failed.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import sys
+from contextlib import contextmanager, redirect_stderr
+from typing import Iterator
+
+_LOG_LINE = re.compile(r"^\[[\w./-]+:\d+\]\s?(.*)$")
+
+
+class RuntimeLog:
+    """Text written to ``sys.stderr`` while the capture was open (available once it has closed)."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    @property
+    def last_message(self) -> str:
+        """The message part of the last ``[file.cpp:line] message`` line, or "" when there was none."""
+        for line in reversed(self.text.splitlines()):
+            match = _LOG_LINE.match(line.strip())
+            if match and match.group(1):
+                return match.group(1).strip()
+        return ""
+
+    def replay(self) -> None:
+        """Write the captured text to stderr, as it would have appeared without the capture."""
+        if self.text:
+            sys.stderr.write(self.text)
+            sys.stderr.flush()
+
+
+@contextmanager
+def captured_runtime_log() -> Iterator[RuntimeLog]:
+    """Collect what is written to ``sys.stderr`` in the body; the RuntimeLog fills in when the body exits."""
+    log = RuntimeLog()
+    buffer = io.StringIO()
+    try:
+        with redirect_stderr(buffer):
+            yield log
+    finally:
+        log.text = buffer.getvalue()
