@@ -144,6 +144,7 @@ def normalize(text: str) -> str | None:
     the remaining punctuation is dropped.
     """
     t = text.lower().replace("\u2019", "'").replace("\u2018", "'").replace("&", " and ")
+    t = t.replace("\u201c", '"').replace("\u201d", '"')
     if re.search(r"\d[.,:/]\d|\d(st|nd|rd|th)\b|[$%#@*=+<>|\\~^_{}\[\]]", t):
         return None
     t = re.sub(r"\d+", lambda m: f" {spell_number(int(m.group()))} " if len(m.group()) <= 9 else " \0 ", t)
