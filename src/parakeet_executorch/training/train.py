@@ -105,6 +105,13 @@ def word_error_rate(refs: list[str], hyps: list[str]) -> float:
     return float(jiwer.wer(refs, hyps))
 
 
+def _save(model, out: Path) -> None:
+    """``model.save_to(out)`` through a temporary name, so ``out`` is never a half-written file."""
+    tmp = out.with_name(out.name + ".partial")
+    model.save_to(str(tmp))
+    tmp.replace(out)
+
+
 def _make_data(args, log: dict) -> dict:
     """Synthesize the training and dev sets of ``args.corpus``; fills ``log`` with versions and data statistics.
 
@@ -215,6 +222,7 @@ def train(args) -> dict:
         max_samples = int(args.batch_seconds * 16000)
         model.train()
         step, t_train, batches, skipped = 0, time.perf_counter(), [], 0
+        next_checkpoint_s = args.checkpoint_every_minutes * 60
         while step < args.steps:
             if not batches:
                 batches = _batches(lengths, args.batch_size, rng, max_samples)
@@ -265,6 +273,13 @@ def train(args) -> dict:
             if out_of_time:
                 print(f"stopping at step {step}: --max-minutes {args.max_minutes} reached", flush=True)
                 break
+            if args.checkpoint_every_minutes and elapsed > next_checkpoint_s:
+                # A lent GPU machine can be taken back mid-run: keep a loadable model of the latest state.
+                next_checkpoint_s += args.checkpoint_every_minutes * 60
+                _save(model, Path(args.out).with_name(Path(args.out).stem + ".checkpoint.nemo"))
+                log["steps"] = step
+                Path(str(args.out) + ".train.json").write_text(json.dumps(log, indent=1) + "\n")
+                print(f"checkpoint at step {step}", flush=True)
         log["steps"] = step
         log["skipped_batches"] = skipped
         log["train_s"] = time.perf_counter() - t_train
@@ -272,14 +287,12 @@ def train(args) -> dict:
             sample_text, sample_audio = data["sample"]
             heard = greedy_texts(model, [sample_audio], device)[0]
             log["sample"] = {"text": sample_text, "heard": heard, "exact": heard == sample_text}
-            print(f"sample: spoken {sample_text!r}, heard {heard!r}: "
+            print(f"sample: spoken {sample_text!r}, heard {heard[:200]!r}: "
                   f"{'exact match' if heard == sample_text else 'DIFFERENT'}", flush=True)
         model.eval()
         model = model.cpu()
         out = Path(args.out)
-        tmp = out.with_name(out.name + ".partial")
-        model.save_to(str(tmp))
-        tmp.replace(out)
+        _save(model, out)
     log["nemo_bytes"] = out.stat().st_size
     log["wall_s"] = time.perf_counter() - t0
     Path(str(out) + ".train.json").write_text(json.dumps(log, indent=1) + "\n")
@@ -316,6 +329,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (AdamW)")
     p.add_argument("--warmup", type=int, default=600, help="warm-up steps")
     p.add_argument("--eval-every", type=int, default=500, help="steps between dev WER measurements")
+    p.add_argument("--checkpoint-every-minutes", type=float, default=0,
+                   help="also save OUT's stem + .checkpoint.nemo (and the log so far) this often; 0: never")
     p.add_argument("--init", help="start from this .nemo instead of fresh weights (keeps its tokenizer)")
     args = p.parse_args(argv)
     if not args.out.endswith(".nemo"):
