@@ -12,7 +12,8 @@ so a pool of worker processes scales over cores, and each program's output is de
   ``--setf int_f0_target_mean`` (None keeps the voice's own; ``rms`` ignores it).
 - festival: ``text2wave`` with ``voice_kal_diphone``, ``voice_ked_diphone`` (Debian's festvox-kallpc16k and
   festvox-kdlpc16k) or ``voice_cmu_us_slt_arctic_hts`` (festvox-us-slt-hts); speed through ``Duration_Stretch``
-  (diphone voices) or the HTS engine's ``-r``; pitch, for the HTS voice only, is a shift in semitones (``-fm``). It starts a Scheme interpreter per call (about 0.5 s), so it serves the held-out test sets.
+  (diphone voices) or the HTS engine's ``-r``; pitch, for the HTS voice only, is a shift in semitones (``-fm``).
+  It starts a Scheme interpreter per call (about 0.5 s), so it serves the held-out test sets.
 
 Programs are found, in this order, from an explicit variable (``ESPEAK_NG``, ``FLITE``, ``FESTIVAL``: the binary;
 ``TEXT2WAVE``: the script), from ``PARAKEET_TTS_PREFIX`` (a folder where Debian packages were unpacked with
@@ -55,8 +56,8 @@ EspeakError = SynthError
 @dataclass(frozen=True)
 class Voice:
     """One way of speaking: synthesizer, its voice name, speed factor (1.0 = the voice's default rate), pitch
-    (espeak-ng: 0-99; flite: f0 mean in Hz; festival HTS: semitones; festival diphone: unused; None: the voice's default), and espeak-ng's word gap
-    (10 ms units)."""
+    (espeak-ng: 0-99; flite: f0 mean in Hz; festival HTS: semitones; festival diphone: unused; None: the voice's
+    default), and espeak-ng's word gap (10 ms units)."""
 
     synth: str
     name: str
