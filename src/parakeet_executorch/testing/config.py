@@ -1,9 +1,10 @@
 """Model configurations shaped like nvidia/parakeet-tdt-0.6b-v3, at several sizes.
 
 ``demo`` and ``demo2`` are the sizes of the trained demo models (``training/``). ``full`` has v3's exact
-dimensions (FastConformer 24 x 1024, 8 heads, FF 4096, conv kernel 9, 8x dw_striding subsampling with 256 channels, rel_pos attention, no bias, no xscaling; LSTM prediction network 2 x 640;
-joint 640; 8192 tokens; TDT durations [0..4]). ``tiny`` and ``small`` keep every structural choice and
-shrink only widths and depths, so code paths exercised by tests are the ones the real model takes.
+dimensions (FastConformer 24 x 1024, 8 heads, FF 4096, conv kernel 9, 8x dw_striding subsampling with 256
+channels, rel_pos attention, no bias, no xscaling; LSTM prediction network 2 x 640; joint 640; 8192 tokens; TDT
+durations [0..4]). ``tiny`` and ``small`` keep every structural choice and shrink only widths and depths, so code
+paths exercised by tests are the ones the real model takes.
 """
 
 from __future__ import annotations
