@@ -58,7 +58,9 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"espeak-ng returned {len(phonemes)} phoneme lines for {len(words)} words")
     version = subprocess.run(["espeak-ng", "--version"], capture_output=True, text=True).stdout.split("Data")[0]
     lines = [f"# {len(words)} words: wordfreq {metadata.version('wordfreq')} top English words in wamerican; "
-             f"phonemes by {version.strip()} (en-us)"]
+             f"phonemes by {version.strip()} (en-us)",
+             "# Frequencies from wordfreq (Robyn Speer et al.), whose data is licensed CC BY-SA 4.0; made by "
+             "training/make_wordlist.py"]
     lines += [f"{w}\t{wordfreq.zipf_frequency(w, 'en'):.2f}\t{ph}" for w, ph in zip(words, phonemes)]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n")

@@ -192,7 +192,8 @@ def write_sentences(folder: Path = FORTUNES_DIR, out: Path = SENTENCES_FILE) -> 
     lo, hi = SENTENCE_WORDS
     kept = sorted({s for s in fortune_sentences(folder)
                    if lo <= len(s.split()) <= hi and all(w in vocab for w in s.split())})
-    out.write_text(f"# {len(kept)} sentences of Debian's fortunes databases, normalised by training/text.py\n"
+    out.write_text(f"# {len(kept)} sentences of Debian's fortune databases (packages fortunes, fortunes-min), "
+                   "normalised and filtered by training/text.py\n"
                    + "".join(s + "\n" for s in kept))
     return len(kept)
 
