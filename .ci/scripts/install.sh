@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install everything the project needs on a fresh Debian/Ubuntu machine: apt packages (the C++ runner's libraries,
-# espeak-ng for the demo model's synthetic speech), the pinned Python stack (third-party/), this package in
-# editable mode, then build the C++ runner.
+# espeak-ng, flite and festival for the demo model's synthetic speech, fortunes for its sentences), the pinned
+# Python stack (third-party/), this package in editable mode, then build the C++ runner.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

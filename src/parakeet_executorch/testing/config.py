@@ -1,9 +1,10 @@
-"""Model configurations shaped like nvidia/parakeet-tdt-0.6b-v3, at three sizes.
+"""Model configurations shaped like nvidia/parakeet-tdt-0.6b-v3, at several sizes.
 
-``demo`` is the size of the trained demo model (``training/``). ``full`` has v3's exact dimensions (FastConformer 24 x 1024, 8 heads, FF 4096, conv kernel 9, 8x dw_striding
-subsampling with 256 channels, rel_pos attention, no bias, no xscaling; LSTM prediction network 2 x 640;
-joint 640; 8192 tokens; TDT durations [0..4]). ``tiny`` and ``small`` keep every structural choice and
-shrink only widths and depths, so code paths exercised by tests are the ones the real model takes.
+``demo`` and ``demo2`` are the sizes of the trained demo models (``training/``). ``full`` has v3's exact
+dimensions (FastConformer 24 x 1024, 8 heads, FF 4096, conv kernel 9, 8x dw_striding subsampling with 256
+channels, rel_pos attention, no bias, no xscaling; LSTM prediction network 2 x 640; joint 640; 8192 tokens; TDT
+durations [0..4]). ``tiny`` and ``small`` keep every structural choice and shrink only widths and depths, so code
+paths exercised by tests are the ones the real model takes.
 """
 
 from __future__ import annotations
@@ -29,9 +30,15 @@ SIZES = {
                       vocab_size=128),
     "small": ModelSize(n_layers=6, d_model=256, n_heads=4, subsampling_channels=128, pred_hidden=320,
                        joint_hidden=320, vocab_size=1024),
-    # The trained demo model (training/): small enough to ship in the repository (< 10 MB .nemo).
+    # The first trained demo model (training/grammar.py's corpus), shipped until demo2 replaces it (< 10 MB .nemo).
+    # Its width 112 is not a multiple of 32, so group-32 recipes leave its K = 112 linears in float.
     "demo": ModelSize(n_layers=6, d_model=112, n_heads=4, subsampling_channels=64, pred_hidden=128,
                       joint_hidden=128, vocab_size=256),
+    # The v2 demo model (training/corpus.py: 5,000 words, three synthesizers, 20-40 s clips): 5.94 M parameters,
+    # a 24.3 MB .nemo. Every linear's input width (128, 256, 512, 2048) is a multiple of 128, so every recipe
+    # quantizes all of them; 1024 pieces for a 5,000-word vocabulary.
+    "demo2": ModelSize(n_layers=10, d_model=128, n_heads=4, subsampling_channels=128, pred_hidden=256,
+                       joint_hidden=256, vocab_size=1024),
     "full": ModelSize(n_layers=24, d_model=1024, n_heads=8, subsampling_channels=256, pred_hidden=640,
                       joint_hidden=640, vocab_size=8192),
 }
@@ -41,7 +48,7 @@ def model_config(size: str, tokenizer_dir: str) -> dict:
     """NeMo ``EncDecRNNTBPEModel`` config (a plain dict for OmegaConf) for one of ``SIZES``.
 
     Args:
-        size: "tiny", "small" or "full".
+        size: a key of ``SIZES``.
         tokenizer_dir: folder holding ``tokenizer.model`` (SentencePiece BPE) and ``vocab.txt``.
     Raises:
         KeyError: unknown size.

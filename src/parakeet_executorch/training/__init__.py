@@ -1,1 +1,1 @@
-"""Training the small demo model: synthetic espeak-ng corpus, TDT loss for CPU, training and WER evaluation."""
+"""Training the small demo model: text, synthesizers, augmentation, corpora, CPU TDT loss, train and WER eval."""

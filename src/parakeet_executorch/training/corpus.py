@@ -1,217 +1,291 @@
-"""Synthetic English speech for the demo model: a small grammar spoken by espeak-ng.
+"""The demo model's synthetic corpus (v2): words without a grammar, several synthesizers, long utterances.
 
-Sentences come from a fixed word list (about 300 words) and a handful of templates. Voice settings (espeak-ng
-variant, speed in words per minute, pitch 0-99, gap between words in units of 10 ms) are drawn per utterance.
-The held-out split uses variants that training never hears, speeds and pitches between the training grid's
-values, and sentences that are not in the training set, so its WER measures generalisation, not recall.
+Text comes from ``text.py`` (a 5,000-word vocabulary; random frequency-weighted word sequences and sentences of
+Debian's fortunes; held-out words and sentences), speech from ``synth.py`` and acoustic variety from
+``augment.py``. A ``Clip`` is one synthesis job: one or more text segments spoken by one voice, joined by pauses,
+then (for training) augmented; its ``seed`` fixes the pauses and the augmentation, so a clip's audio does not
+depend on which worker made it or in which order.
 
-espeak-ng is called as a program (``espeak-ng --stdout``), its 22.05 kHz output resampled to 16 kHz with libsoxr.
-Its output is deterministic for a given espeak-ng version; the version is recorded with the trained model.
+Training mix (``training_set``, seed 0 by default):
+- Segments: half random sequences of 2-16 training words, half training sentences.
+- Voices: half espeak-ng (7 English accents x 9 variants, 122-201 words/min, pitch 25-75, word gap 0-30 ms), half
+  flite (kal, kal16, awb, rms, slt; speed x0.75-1.3; f0 mean x0.8-1.25 of the voice's own, or its default).
+- Length: ``long_fraction`` of the hours (default 0.3) are long clips of 20-40 s: segments by one voice with
+  pauses of 0.15-1.2 s; the rest are single segments (about 1-7 s).
+- Augmentation: ``augment.py``'s recipe on every clip.
+
+Held-out material (never in training):
+- voices: the espeak-ng variants m6 and f4, at speeds and pitches inside the training range; all of festival
+  (``voice_kal_diphone``, ``voice_ked_diphone``, ``voice_cmu_us_slt_arctic_hts``). Flite's voices are all in
+  training; test clips use them at new settings.
+- text: the 250 held-out words and the test sentence pool of ``text.py``; the dev set uses the dev pool and
+  training words only.
+
+Test sets (``test_sets``): (a) ``random``: random sequences over all 5,000 words with 10 % held-out words, held-out
+espeak-ng voices and flite; (b) ``sentences``: test-pool sentences, same voices; (c) ``festival``: half random
+sequences, half test sentences, festival only; (d) ``long``: a single recording of at least 10 minutes built from
+further held-out clips by all three synthesizers (a third each), with 0.3-1.5 s pauses; its clips' offsets are
+kept so that word times of a run over the whole file can be checked clip by clip. All test audio is clean.
 """
 
 from __future__ import annotations
 
-import io
 import os
 import random
-import shutil
-import subprocess
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
-DETERMINERS = "the a this that every some my your our their his her".split()
-NUMBERS = "two three four five six seven eight nine ten eleven twelve twenty many few".split()
-ADJECTIVES = """old young small big little tall short red green blue yellow white black brown bright dark quiet
-loud happy sad quick slow warm cold soft hard clean busy empty heavy new early late gentle strange friendly
-careful lazy clever hungry tired brave kind proud simple rich poor wild calm""".split()
-# Nouns whose plural is the noun + "s", so the plural forms need no exceptions list.
-NOUNS = """teacher doctor farmer driver baker king queen dog cat horse bird rabbit lion bear house garden river
-bridge road city village forest mountain window door table chair book letter story song picture car train boat
-ship plane bicycle apple cake tree flower stone hill lake island school market station kitchen office
-morning evening night winter summer box key clock phone computer lamp ball hat coat shoe bag ticket map camera
-girl boy friend brother sister mother father student window cup plate pencil""".split()
-NOUNS = list(dict.fromkeys(NOUNS))
-MASS_NOUNS = "water bread milk coffee music rain snow money paper".split()
-VERBS_TRANSITIVE = """saw found carried painted opened closed watched followed cleaned visited bought sold built
-moved pushed pulled lifted dropped wanted liked needed helped called heard remembered forgot counted washed fixed
-packed kicked caught held took brought read wrote drew chose met""".split()
-VERBS_INTRANSITIVE = """ran walked slept laughed smiled waited jumped danced sang swam arrived stayed worked
-played talked listened rested cried shouted sat""".split()
-PREPOSITIONS = "in on under near behind beside over across through into from with around along past".split()
-ADVERBS = """slowly quickly quietly loudly carefully happily today yesterday again always never often soon later
-together""".split()
-DAYS = "monday tuesday wednesday thursday friday saturday sunday".split()
-TIME_PHRASES = ([f"on {d}" for d in DAYS] + ["last week", "next week", "at night", "in the morning",
-                                              "in the evening", "this afternoon"])
+from . import text
+from .synth import (FESTIVAL_VOICES, FLITE_DEFAULT_F0, FLITE_VOICES, SAMPLE_RATE, EspeakError, SynthError, Voice,
+                    synthesize, versions)
 
-# The shipped sample sentence; ``training_sentences`` never yields it.
-SAMPLE_TEXT = "seven hungry birds sang in the garden on sunday"
+__all__ = ["Clip", "Voice", "SynthError", "EspeakError", "training_set", "dev_set", "test_sets", "sample_clip",
+           "synthesize_clip", "synthesize_many", "versions"]
 
-ESPEAK_RATE = 22050
-TRAIN_VOICES = ["en-us", "en-gb", "en-gb-x-rp", "en-gb-scotland", "en-gb-x-gbclan", "en-gb-x-gbcwmd", "en-029"]
+ESPEAK_ACCENTS = ["en-us", "en-gb", "en-gb-x-rp", "en-gb-scotland", "en-gb-x-gbclan", "en-gb-x-gbcwmd", "en-029"]
 TRAIN_VARIANTS = ["", "m1", "m2", "m3", "m4", "m7", "f1", "f2", "f5"]
 HELDOUT_VARIANTS = ["m6", "f4"]
-TRAIN_SPEEDS = list(range(130, 200, 10))  # words per minute
-HELDOUT_SPEEDS = list(range(135, 195, 10))
-TRAIN_PITCHES = list(range(30, 72, 6))
-HELDOUT_PITCHES = list(range(33, 69, 6))
+LONG_SECONDS = (20.0, 40.0)
+PAUSE_SECONDS = (0.15, 1.2)
+TEST_PAUSE_SECONDS = (0.3, 1.5)
+LONG_TEST_MIN_SECONDS = 600.0
+# Seconds per word at speed 1.0, measured on espeak-ng and flite (random sequences have longer, rarer words).
+SECONDS_PER_WORD = {"sequence": 0.41, "sentence": 0.27}
 
-
-def vocabulary() -> list[str]:
-    """Every word the grammar can produce, sorted (the corpus' closed vocabulary)."""
-    words = set(DETERMINERS + NUMBERS + ADJECTIVES + NOUNS + MASS_NOUNS + VERBS_TRANSITIVE + VERBS_INTRANSITIVE
-                + PREPOSITIONS + ADVERBS + DAYS + [n + "s" for n in NOUNS])
-    for phrase in TIME_PHRASES + ["where is the", "there are"]:
-        words.update(phrase.split())
-    return sorted(words)
-
-
-def _noun_phrase(rng: random.Random) -> str:
-    adj = [rng.choice(ADJECTIVES)] if rng.random() < 0.5 else []
-    return " ".join([rng.choice(DETERMINERS), *adj, rng.choice(NOUNS)])
-
-
-def random_sentence(rng: random.Random) -> str:
-    """One sentence of the grammar, lower case, no punctuation (the demo model's output alphabet)."""
-    kind = rng.random()
-    if kind < 0.35:
-        words = [_noun_phrase(rng), rng.choice(VERBS_TRANSITIVE),
-                 _noun_phrase(rng) if rng.random() < 0.8 else rng.choice(MASS_NOUNS)]
-        if rng.random() < 0.4:
-            words += [rng.choice(PREPOSITIONS), _noun_phrase(rng)]
-        if rng.random() < 0.3:
-            words.append(rng.choice(ADVERBS))
-    elif kind < 0.6:
-        words = [_noun_phrase(rng), rng.choice(VERBS_INTRANSITIVE), rng.choice(PREPOSITIONS), _noun_phrase(rng)]
-        if rng.random() < 0.4:
-            words.append(rng.choice(TIME_PHRASES))
-    elif kind < 0.8:
-        adj = [rng.choice(ADJECTIVES)] if rng.random() < 0.5 else []
-        words = [rng.choice(NUMBERS), *adj, rng.choice(NOUNS) + "s", rng.choice(VERBS_INTRANSITIVE)]
-        if rng.random() < 0.6:
-            words += [rng.choice(PREPOSITIONS), _noun_phrase(rng)]
-        if rng.random() < 0.3:
-            words.append(rng.choice(TIME_PHRASES))
-    elif kind < 0.9:
-        words = [rng.choice(TIME_PHRASES), _noun_phrase(rng), rng.choice(VERBS_TRANSITIVE),
-                 rng.choice(NUMBERS), rng.choice(NOUNS) + "s"]
-    elif kind < 0.95:
-        adj = [rng.choice(ADJECTIVES)] if rng.random() < 0.5 else []
-        words = ["where is the", *adj, rng.choice(NOUNS)]
-    else:
-        words = ["there are", rng.choice(NUMBERS), rng.choice(NOUNS) + "s", rng.choice(PREPOSITIONS),
-                 _noun_phrase(rng)]
-    return " ".join(words)
+# The shipped sample (demo_model/): a test-pool sentence without held-out words, by a held-out espeak-ng variant.
+SAMPLE_TEXT = "if you wait long enough it will go away"
 
 
 @dataclass(frozen=True)
-class Utterance:
-    """One sentence and the espeak-ng settings that speak it."""
+class Clip:
+    """Text segments spoken one after another by ``voice``, joined by seeded pauses, optionally augmented."""
 
-    text: str
-    voice: str  # espeak-ng voice, with "+variant" when a variant is set
-    speed: int  # words per minute
-    pitch: int  # 0..99
-    gap: int  # extra pause between words, units of 10 ms
+    texts: tuple[str, ...]
+    voice: Voice
+    seed: int
+    augment: bool = False
+    kinds: tuple[str, ...] = ()  # "sequence" or "sentence" per segment
+    pause_range: tuple[float, float] = PAUSE_SECONDS
+
+    @property
+    def text(self) -> str:
+        """The transcript: the segments' words joined by spaces."""
+        return " ".join(self.texts)
+
+    def describe(self) -> dict:
+        return {"text": self.text, "segments": len(self.texts), "voice": asdict(self.voice), "seed": self.seed,
+                "augment": self.augment}
 
 
-def _utterance(rng: random.Random, text: str, variants: list[str], speeds: list[int], pitches: list[int],
-               gaps: list[int]) -> Utterance:
-    variant = rng.choice(variants)
-    base = rng.choice(TRAIN_VOICES)
-    return Utterance(text, base + (f"+{variant}" if variant else ""), rng.choice(speeds), rng.choice(pitches),
-                     rng.choice(gaps))
+def _estimate_s(segment: str, kind: str, voice: Voice) -> float:
+    return len(segment.split()) * SECONDS_PER_WORD[kind] / voice.speed + 0.3
 
 
-def training_set(n: int, seed: int) -> list[Utterance]:
-    """``n`` training utterances (sentences may repeat with other voices); never the sample sentence."""
+def _train_voice(rng: random.Random) -> Voice:
+    if rng.random() < 0.5:
+        variant = rng.choice(TRAIN_VARIANTS)
+        return Voice("espeak", rng.choice(ESPEAK_ACCENTS) + (f"+{variant}" if variant else ""),
+                     speed=round(rng.uniform(0.7, 1.15), 3), pitch=rng.randint(25, 75), gap=rng.choice([0, 0, 1, 2, 3]))
+    name = rng.choice(FLITE_VOICES)
+    pitch = None if rng.random() < 0.3 else round(FLITE_DEFAULT_F0[name] * rng.uniform(0.8, 1.25))
+    return Voice("flite", name, speed=round(rng.uniform(0.75, 1.3), 3), pitch=pitch)
+
+
+def _heldout_voice(rng: random.Random, synth: str) -> Voice:
+    """A test voice: espeak-ng with a held-out variant, flite at new settings, or festival."""
+    if synth == "espeak":
+        return Voice("espeak", f"{rng.choice(ESPEAK_ACCENTS)}+{rng.choice(HELDOUT_VARIANTS)}",
+                     speed=round(rng.uniform(0.75, 1.1), 3), pitch=rng.randint(30, 70), gap=rng.choice([0, 1, 2]))
+    if synth == "flite":
+        name = rng.choice(FLITE_VOICES)
+        return Voice("flite", name, speed=round(rng.uniform(0.8, 1.2), 3),
+                     pitch=round(FLITE_DEFAULT_F0[name] * rng.uniform(0.85, 1.15)))
+    name = rng.choice(FESTIVAL_VOICES)
+    return Voice("festival", name, speed=round(rng.uniform(0.85, 1.15), 3),
+                 pitch=rng.randint(-2, 2) if name.endswith("_hts") else None)
+
+
+def _train_segment(rng: random.Random) -> tuple[str, str]:
+    if rng.random() < 0.5:
+        return text.random_sequence(rng), "sequence"
+    return rng.choice(text.sentence_split()["train"]), "sentence"
+
+
+def training_set(seed: int = 0, hours: float | None = 24.0, clips: int | None = None,
+                 long_fraction: float = 0.3) -> list[Clip]:
+    """The training clips: ``clips`` of them, or else clips until the estimated audio reaches ``hours``.
+
+    Args:
+        long_fraction: share of the (estimated) audio time in 20-40 s clips; each new clip is long while the long
+            clips' share is below it.
+    Raises:
+        ValueError: neither ``hours`` nor ``clips``, or ``long_fraction`` outside [0, 1].
+    """
+    if clips is None and hours is None:
+        raise ValueError("give hours or clips")
+    if not 0.0 <= long_fraction <= 1.0:
+        raise ValueError(f"long_fraction must be in [0, 1], got {long_fraction}")
     rng = random.Random(seed)
-    out = []
-    while len(out) < n:
-        text = random_sentence(rng)
-        if text != SAMPLE_TEXT:
-            out.append(_utterance(rng, text, TRAIN_VARIANTS, TRAIN_SPEEDS, TRAIN_PITCHES, [0, 1, 2, 3]))
+    out: list[Clip] = []
+    total_s = long_s = 0.0
+    while (len(out) < clips) if clips is not None else (total_s < hours * 3600):
+        voice = _train_voice(rng)
+        long = long_fraction > 0 and long_s <= long_fraction * total_s
+        target = rng.uniform(*LONG_SECONDS) if long else 0.0
+        segments, kinds, est = [], [], 0.0
+        while not segments or est < target:
+            seg, kind = _train_segment(rng)
+            segments.append(seg)
+            kinds.append(kind)
+            est += _estimate_s(seg, kind, voice) + (sum(PAUSE_SECONDS) / 2 if len(segments) > 1 else 0)
+        out.append(Clip(tuple(segments), voice, seed=rng.getrandbits(32), augment=True, kinds=tuple(kinds)))
+        total_s += est
+        long_s += est if long else 0.0
     return out
 
 
-def heldout_set(n: int, seed: int, exclude: set[str]) -> list[Utterance]:
-    """``n`` utterances with sentences outside ``exclude`` and voice settings training never uses.
+def dev_set(n: int, seed: int = 1) -> list[Clip]:
+    """``n`` short clean dev clips: half new random sequences of training words, half dev-pool sentences, spoken
+    by held-out espeak-ng variants and flite at new settings (both available wherever training runs)."""
+    rng = random.Random(seed)
+    pool = list(text.sentence_split()["dev"])
+    rng.shuffle(pool)
+    out = []
+    for i in range(n):
+        voice = _heldout_voice(rng, "espeak" if i % 2 == 0 else "flite")
+        if i % 4 < 2:
+            segment, kind = text.random_sequence(rng), "sequence"
+        else:
+            segment, kind = pool[(i // 2) % len(pool)], "sentence"
+        out.append(Clip((segment,), voice, seed=rng.getrandbits(32), kinds=(kind,)))
+    return out
 
-    Args:
-        n: number of utterances (distinct sentences).
-        seed: selects sentences and settings; use one not used for training.
-        exclude: sentences to avoid (the training sentences and the sample).
+
+def test_sets(seed: int = 2026, n: int = 200, long_seconds: float = LONG_TEST_MIN_SECONDS) -> dict[str, list[Clip]]:
+    """The four held-out test sets: ``random``, ``sentences``, ``festival`` (``n`` clips each) and ``long`` (clips
+    to be joined into one recording of at least ``long_seconds``; ``long_recording`` joins them).
+
+    The test sentences are drawn without replacement across the sets, so no sentence is in two of them.
+
     Raises:
-        RuntimeError: the grammar did not yield ``n`` new sentences in a bounded number of draws.
+        ValueError: the test pool has too few sentences for ``n``.
     """
     rng = random.Random(seed)
-    out, seen = [], set(exclude) | {SAMPLE_TEXT}
-    for _ in range(200 * n):
-        text = random_sentence(rng)
-        if text in seen:
-            continue
-        seen.add(text)
-        out.append(_utterance(rng, text, HELDOUT_VARIANTS, HELDOUT_SPEEDS, HELDOUT_PITCHES, [1, 2]))
-        if len(out) == n:
-            return out
-    raise RuntimeError(f"only {len(out)} new sentences after {200 * n} draws; lower n")
+    pool = list(text.sentence_split()["test"])
+    rng.shuffle(pool)
+    need = n + n // 2 + int(long_seconds / 4)
+    if need > len(pool):
+        raise ValueError(f"{need} test sentences needed, the pool has {len(pool)}; lower n or long_seconds")
+
+    def sentence() -> tuple[str, str]:
+        return pool.pop(), "sentence"
+
+    def sequence() -> tuple[str, str]:
+        return text.random_sequence(rng, training=False, heldout_share=0.1), "sequence"
+
+    def clip(segment: tuple[str, str], synth: str, pauses=PAUSE_SECONDS) -> Clip:
+        return Clip((segment[0],), _heldout_voice(rng, synth), seed=rng.getrandbits(32), kinds=(segment[1],),
+                    pause_range=pauses)
+
+    sets = {
+        "random": [clip(sequence(), "espeak" if i % 2 == 0 else "flite") for i in range(n)],
+        "sentences": [clip(sentence(), "espeak" if i % 2 == 0 else "flite") for i in range(n)],
+        "festival": [clip(sequence() if i % 2 == 0 else sentence(), "festival") for i in range(n)],
+        "long": [],
+    }
+    est = 0.0
+    synths = ("espeak", "flite", "festival")
+    # A 10 % margin over the estimate so the joined recording reaches long_seconds; long_recording checks it.
+    while est < 1.1 * long_seconds:
+        i = len(sets["long"])
+        c = clip(sequence() if i % 3 == 1 else sentence(), synths[i % 3], TEST_PAUSE_SECONDS)
+        sets["long"].append(c)
+        est += _estimate_s(c.texts[0], c.kinds[0], c.voice) + sum(TEST_PAUSE_SECONDS) / 2
+    return sets
 
 
-def sample_utterance() -> Utterance:
-    """The shipped sample clip's settings: a held-out variant, speed and pitch."""
-    return Utterance(SAMPLE_TEXT, "en-us+f4", 155, 45, 1)
+def sample_clip() -> Clip:
+    """The shipped sample: ``SAMPLE_TEXT`` by the held-out variant ``en-us+f4`` at 157 words/min, pitch 45."""
+    return Clip((SAMPLE_TEXT,), Voice("espeak", "en-us+f4", speed=0.9, pitch=45, gap=1), seed=0,
+                kinds=("sentence",))
 
 
-class EspeakError(RuntimeError):
-    """espeak-ng is missing or failed; the message says how to install or which call failed."""
+def synthesize_clip(clip: Clip, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
+    """One clip's float32 audio: its segments spoken by its voice, joined by pauses drawn from its seed, then
+    augmented when ``clip.augment`` (``augment.py``). Raises ``SynthError``."""
+    from .augment import augment
+
+    gen = np.random.default_rng(clip.seed)
+    parts = []
+    for i, segment in enumerate(clip.texts):
+        if i:
+            parts.append(np.zeros(int(gen.uniform(*clip.pause_range) * sample_rate), dtype=np.float32))
+        parts.append(synthesize(segment, clip.voice, sample_rate))
+    audio = np.concatenate(parts) if len(parts) > 1 else parts[0]
+    if clip.augment:
+        audio, _ = augment(audio, gen, sample_rate)
+    return audio
 
 
-def espeak_program() -> str:
-    """Path of the espeak-ng program (``$ESPEAK_NG`` or PATH).
+def _work(args: tuple[Clip, int, bool]):
+    clip, rate, as_int16 = args
+    audio = synthesize_clip(clip, rate)
+    if as_int16:
+        return (np.clip(audio, -1.0, 1.0) * 32767.0).round().astype(np.int16)
+    return audio
 
+
+def synthesize_many(clips: list[Clip], sample_rate: int = SAMPLE_RATE, workers: int | None = None,
+                    as_int16: bool = False, progress: bool = False) -> list[np.ndarray]:
+    """``synthesize_clip`` for many clips on a pool of worker processes, in input order.
+
+    Args:
+        workers: processes (default: all cores; 1 runs in this process).
+        as_int16: return int16 PCM (half the memory of float32; training keeps its hours of audio this way).
+        progress: print a line every 10 % to stdout.
     Raises:
-        EspeakError: not found; install the Debian package ``espeak-ng``.
+        SynthError: from the first clip that failed.
     """
-    prog = os.environ.get("ESPEAK_NG") or shutil.which("espeak-ng")
-    if not prog:
-        raise EspeakError("espeak-ng not found: install it (apt-get install espeak-ng) or set ESPEAK_NG=/path")
-    return prog
+    workers = workers or os.cpu_count() or 1
+    jobs = [(c, sample_rate, as_int16) for c in clips]
+    if workers == 1 or len(clips) < 4:
+        return [_work(j) for j in jobs]
+    import multiprocessing as mp
+
+    out = []
+    step = max(1, len(jobs) // 10)
+    # "spawn": the caller may already hold torch's thread pools, which a fork would copy in a broken state.
+    with mp.get_context("spawn").Pool(workers) as pool:
+        for i, audio in enumerate(pool.imap(_work, jobs, chunksize=max(1, min(32, len(jobs) // (workers * 8))))):
+            out.append(audio)
+            if progress and (i + 1) % step == 0:
+                print(f"  synthesized {i + 1}/{len(jobs)} clips", flush=True)
+    return out
 
 
-def espeak_version() -> str:
-    """espeak-ng's version line, e.g. ``eSpeak NG text-to-speech: 1.51 ...``."""
-    out = subprocess.run([espeak_program(), "--version"], capture_output=True, text=True, check=True).stdout
-    return out.split("Data at")[0].strip()
-
-
-def synthesize(utt: Utterance, sample_rate: int = 16000) -> np.ndarray:
-    """Speak one utterance with espeak-ng.
+def long_recording(clips: list[Clip], audio: list[np.ndarray], min_seconds: float = LONG_TEST_MIN_SECONDS,
+                   sample_rate: int = SAMPLE_RATE) -> tuple[np.ndarray, list[dict]]:
+    """Join the ``long`` test clips into one recording with seeded pauses between them.
 
     Returns:
-        float32 mono waveform at ``sample_rate`` Hz (espeak-ng's 22.05 kHz output resampled by libsoxr, HQ).
+        the float32 recording and one row per clip: ``text``, ``start`` and ``end`` (seconds in the recording),
+        ``voice``.
     Raises:
-        EspeakError: espeak-ng missing, failing, or returning no audio.
+        ValueError: the recording is shorter than ``min_seconds``.
     """
-    import soundfile as sf
-
-    from ..audio import resample, to_mono
-
-    cmd = [espeak_program(), "-v", utt.voice, "-s", str(utt.speed), "-p", str(utt.pitch), "-g", str(utt.gap),
-           "--stdout", utt.text]
-    proc = subprocess.run(cmd, capture_output=True)
-    if proc.returncode != 0 or len(proc.stdout) < 100:
-        raise EspeakError(f"espeak-ng failed ({proc.returncode}) for {cmd}: {proc.stderr.decode(errors='replace')}")
-    # espeak-ng streams to stdout without knowing the length, so the RIFF sizes are placeholders; libsndfile
-    # reads such a WAV to the end of the data it has.
-    samples, rate = sf.read(io.BytesIO(proc.stdout), dtype="float32")
-    return resample(to_mono(samples), rate, sample_rate)
-
-
-def synthesize_many(utts: list[Utterance], sample_rate: int = 16000, workers: int | None = None) -> list[np.ndarray]:
-    """``synthesize`` for many utterances on a thread pool (each call is a separate espeak-ng process)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    workers = workers or os.cpu_count() or 1
-    with ThreadPoolExecutor(workers) as pool:
-        return list(pool.map(lambda u: synthesize(u, sample_rate), utts))
+    parts, rows, pos = [], [], 0
+    for clip, a in zip(clips, audio):
+        gen = np.random.default_rng(clip.seed)
+        if parts:
+            pause = np.zeros(int(gen.uniform(*clip.pause_range) * sample_rate), dtype=np.float32)
+            parts.append(pause)
+            pos += len(pause)
+        a = a.astype(np.float32) / (32767.0 if a.dtype == np.int16 else 1.0)
+        rows.append({"text": clip.text, "start": round(pos / sample_rate, 3),
+                     "end": round((pos + len(a)) / sample_rate, 3), "voice": clip.voice.describe()})
+        parts.append(a)
+        pos += len(a)
+    if pos / sample_rate < min_seconds:
+        raise ValueError(f"long recording is {pos / sample_rate:.0f} s, shorter than {min_seconds:.0f} s")
+    return np.concatenate(parts), rows

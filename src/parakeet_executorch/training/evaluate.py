@@ -1,13 +1,20 @@
-"""``parakeet-eval-wer``: WER of the demo model on a fresh held-out test set, for NeMo eager and each .pte recipe.
+"""``parakeet-eval-wer``: WER of the demo model on its four held-out test sets, for NeMo eager and each .pte recipe.
 
-The test set is synthesized with espeak-ng from ``training/corpus.py``'s held-out split: sentences that are not
-in the training set (the training sentences are regenerated from the training seed and excluded) and voice
-settings training never used (other variants, speeds and pitches between the training grid's). It is written as
-WAV files so every system reads the same bytes.
+The test sets come from ``training/corpus.py``'s ``test_sets`` (seed 2026 by default) and are written as 16-bit WAV
+files, so every system reads the same bytes:
+- (a) ``random``: random sequences over all 5,000 words (10 % held-out words), held-out espeak-ng variants and flite;
+- (b) ``sentences``: held-out fortune sentences, same voices;
+- (c) ``festival``: half random sequences, half held-out sentences, by festival, a synthesizer training never heard;
+- (d) ``long``: one recording of at least 10 minutes made of further held-out clips by all three synthesizers,
+  transcribed three ways: as one file (the .pte through the Python runner's ``transcribe_file``, i.e. buffered
+  left | chunk | right decoding with the file defaults 4 | 48 | 4 s; NeMo eager through NeMo's own buffered
+  decoding with the same context), clip by clip (each clip alone), and "time-aligned": the one-file words given
+  to the clips by their start times (boundaries half-way through each pause), scored clip by clip, so that words
+  placed at the wrong time count as errors.
 
-Systems: NeMo eager greedy TDT (``ASRModel.transcribe`` on the WAV files), and for every ``RECIPE:BACKEND`` pair
-the exported ``.pte`` through this package's Python runner. WER is jiwer's corpus WER (edits / reference words).
-Writes ``OUT/results.json`` and ``OUT/results.md``.
+WER is jiwer's corpus WER (edits / reference words). "held-out words" is the share of held-out-word occurrences in
+the references of (a)-(c) that the alignment marks as correct. Writes ``OUT/results.json`` and ``OUT/results.md``;
+the synthesized sets are reused from ``OUT/testsets`` when their recipe (seed, sizes, synthesizer versions) matches.
 """
 
 from __future__ import annotations
@@ -18,100 +25,256 @@ import sys
 import time
 from pathlib import Path
 
-# The demo model's width (112) is not a multiple of 32, so the 4-bit group recipes leave its K = 112 linears in
-# float (the "linears quantized" column says how many were taken); the per-channel 8-bit recipes take them all.
 DEFAULT_RECIPES = ["none:xnnpack", "none:portable", "fpa4w:xnnpack", "8da4w:xnnpack", "8da8w:xnnpack",
                    "8w:portable"]
+SETS = ("random", "sentences", "festival")
+# The .pte's file defaults (runtime/cli.py FILE_CONTEXT), also used for NeMo's buffered decoding of (d).
+LONG_CONTEXT_S = (4.0, 48.0, 4.0)
 
 
-def make_test_set(out_dir: Path, n: int, seed: int, train_utterances: int, train_seed: int) -> list[dict]:
-    """Synthesize the held-out set into ``out_dir/audio`` and describe it in ``out_dir/testset.jsonl``.
+def make_test_sets(out_dir: Path, n: int, seed: int, long_seconds: float, workers: int | None = None) -> dict:
+    """Synthesize (or reuse) the test sets under ``out_dir``.
 
     Returns:
-        one dict per clip: ``path``, ``text`` and the espeak-ng settings.
+        ``{"random": [row...], "sentences": [...], "festival": [...], "long": [...], "long_path": str}``; a row has
+        ``path``, ``text``, ``voice``; long rows also ``start`` and ``end`` in the recording.
     Raises:
-        ValueError: ``seed`` equals a seed the training run uses for its own sentences or dev set.
+        SynthError: a synthesizer is missing (festival is needed for (c) and (d)).
     """
     import soundfile as sf
 
     from . import corpus
 
-    if seed in (train_seed, train_seed + 1):
-        raise ValueError(f"--seed {seed} is used by training (sentences {train_seed}, dev set {train_seed + 1}); "
-                         "pick another")
-    train_texts = {u.text for u in corpus.training_set(train_utterances, train_seed)}
-    utts = corpus.heldout_set(n, seed, train_texts)
-    audio_dir = out_dir / "audio"
-    audio_dir.mkdir(parents=True, exist_ok=True)
-    rows = []
-    for i, (u, wav) in enumerate(zip(utts, corpus.synthesize_many(utts))):
-        path = audio_dir / f"{i:04d}.wav"
-        sf.write(path, wav, 16000, subtype="PCM_16")
-        rows.append({"path": str(path), "text": u.text, "voice": u.voice, "speed": u.speed, "pitch": u.pitch,
-                     "gap": u.gap})
-    (out_dir / "testset.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return rows
+    recipe = {"seed": seed, "clips": n, "long_seconds": long_seconds, "synthesizers": corpus.versions()}
+    manifest = out_dir / "testsets.json"
+    if manifest.is_file():
+        saved = json.loads(manifest.read_text())
+        if saved.get("recipe") == recipe:
+            print(f"reusing the test sets in {out_dir}", flush=True)
+            return saved["sets"]
+    sets = corpus.test_sets(seed, n, long_seconds)
+    result: dict = {}
+    for name, clips in sets.items():
+        t0 = time.perf_counter()
+        audio = corpus.synthesize_many(clips, workers=workers)
+        folder = out_dir / name
+        folder.mkdir(parents=True, exist_ok=True)
+        rows = []
+        for i, (clip, wav) in enumerate(zip(clips, audio)):
+            path = folder / f"{i:04d}.wav"
+            sf.write(path, wav, 16000, subtype="PCM_16")
+            rows.append({"path": str(path), "text": clip.text, "voice": clip.voice.describe(),
+                         "synth": clip.voice.synth, "voice_name": clip.voice.name})
+        if name == "long":
+            recording, spans = corpus.long_recording(clips, audio, min_seconds=long_seconds)
+            result["long_path"] = str(folder / "long.wav")
+            sf.write(result["long_path"], recording, 16000, subtype="PCM_16")
+            for row, span in zip(rows, spans):
+                row.update(start=span["start"], end=span["end"])
+        seconds = sum(len(a) for a in audio) / 16000
+        print(f"test set {name}: {len(rows)} clips, {seconds:.0f} s of audio in {time.perf_counter() - t0:.0f} s",
+              flush=True)
+        result[name] = rows
+    manifest.write_text(json.dumps({"recipe": recipe, "sets": result}, indent=1) + "\n")
+    return result
 
 
-def nemo_texts(model_path: str, paths: list[str]) -> list[str]:
-    """NeMo eager greedy transcripts (the checkpoint's own decoding config) of WAV files."""
+def word_error_rate(refs: list[str], hyps: list[str]) -> float:
+    import jiwer
+
+    return float(jiwer.wer(refs, hyps))
+
+
+def heldout_hits(refs: list[str], hyps: list[str]) -> tuple[int, int]:
+    """(correct, total) occurrences of held-out words in ``refs``, by jiwer's alignment."""
+    import jiwer
+
+    from .text import heldout_words
+
+    held = heldout_words()
+    out = jiwer.process_words(refs, hyps)
+    hits = total = 0
+    for ref, chunks in zip(out.references, out.alignments):
+        total += sum(w in held for w in ref)
+        for c in chunks:
+            if c.type == "equal":
+                hits += sum(w in held for w in ref[c.ref_start_idx:c.ref_end_idx])
+    return hits, total
+
+
+def time_aligned_wer(rows: list[dict], words: list[tuple[str, float]]) -> float:
+    """WER of the one-file transcript's words given to the long recording's clips by start time."""
+    bounds = [(a["end"] + b["start"]) / 2 for a, b in zip(rows, rows[1:])] + [float("inf")]
+    per_clip: list[list[str]] = [[] for _ in rows]
+    i = 0
+    for word, start in sorted(words, key=lambda w: w[1]):
+        while start >= bounds[i]:
+            i += 1
+        per_clip[i].append(word)
+    return word_error_rate([r["text"] for r in rows], [" ".join(w) for w in per_clip])
+
+
+def _words_from_tokens(tokenizer, tokens: list[tuple[int, int]], frame_s: float) -> list[tuple[str, float]]:
+    """Words and start times (s) from SentencePiece token ids and encoder frames (a piece with '▁' starts a word)."""
+    words: list[tuple[str, float]] = []
+    for tid, frame in tokens:
+        piece = tokenizer.ids_to_tokens([tid])[0]
+        if piece.startswith("\u2581") or not words:
+            words.append((piece.lstrip("\u2581"), frame * frame_s))
+        else:
+            words[-1] = (words[-1][0] + piece, words[-1][1])
+    return [w for w in words if w[0]]
+
+
+def nemo_buffered(model, audio, left_s: float, chunk_s: float, right_s: float) -> list[tuple[int, int]]:
+    """NeMo's own buffered left | chunk | right decoding of a 16 kHz waveform: [(token id, absolute frame)].
+
+    The model's forward on windows of at most left + chunk + right, the left context's frames dropped, and
+    NeMo's label-looping decoding computer called on each chunk with the previous call's state (as NeMo's
+    ``speech_to_text_streaming_infer_rnnt.py`` does; the same procedure as ``tests/nemo_reference.py``).
+    """
+    import numpy as np
+    import torch
+    from nemo.collections.asr.parts.utils.rnnt_utils import batched_hyps_to_hypotheses
+
+    fs = model.preprocessor.featurizer.hop_length * model.encoder.subsampling_factor
+    frame_s = fs / 16000
+    left, chunk, right = (round(s / frame_s) for s in (left_s, chunk_s, right_s))
+    computer = model.decoding.decoding.decoding_computer
+    signal = torch.from_numpy(np.ascontiguousarray(audio, dtype=np.float32)).unsqueeze(0)
+    total, window = signal.shape[1], (left + chunk + right) * fs
+    out, state, buf = [], None, torch.zeros(1, 0)
+    buf_left = buf_chunk = buf_right = 0
+    start, end = 0, min((chunk + right) * fs, total)
+    with torch.no_grad():
+        while start < total:
+            buf = torch.cat([buf, signal[:, start:end]], dim=1)
+            buf_left += buf_chunk
+            buf_right += end - start
+            if end >= total:
+                buf_chunk, buf_right = buf_right, 0
+            else:
+                buf_chunk, buf_right = chunk * fs, buf_right - chunk * fs
+            extra = max(0, buf.shape[1] - window)
+            if extra:
+                buf, buf_left = buf[:, extra:], buf_left - extra
+            encoded, _ = model(input_signal=buf, input_signal_length=torch.tensor([buf.shape[1]]))
+            encoded = encoded.transpose(1, 2)[:, buf_left // fs:]
+            hyps, state = computer(x=encoded, out_len=torch.tensor([buf_chunk // fs]), prev_batched_state=state)
+            hyp = batched_hyps_to_hypotheses(hyps, batch_size=1)[0]
+            out.extend((int(i), int(t)) for i, t in zip(hyp.y_sequence.tolist(), hyp.timestamp.tolist()))
+            start, end = end, min(end + chunk * fs, total)
+    return out
+
+
+def nemo_system(model_path: str, sets: dict) -> dict:
+    """NeMo eager greedy transcripts (the checkpoint's own decoding config): per clip of every set, and the long
+    recording through NeMo's buffered decoding. Returns ``{set: [text...], "long_file": (text, words)}``."""
+    from ..audio import load_audio
     from ..export.load import load_nemo_model
 
     model = load_nemo_model(model_path)
     model.eval()
-    hyps = model.transcribe(paths, batch_size=16, verbose=False)
-    return [h.text for h in hyps]
+    out = {}
+    t0 = time.perf_counter()
+    for name in (*SETS, "long"):
+        hyps = model.transcribe([r["path"] for r in sets[name]], batch_size=16, verbose=False)
+        out[name] = [h.text for h in hyps]
+    tokens = nemo_buffered(model, load_audio(sets["long_path"], 16000), *LONG_CONTEXT_S)
+    frame_s = model.preprocessor.featurizer.hop_length * model.encoder.subsampling_factor / 16000
+    words = _words_from_tokens(model.tokenizer, tokens, frame_s)
+    out["long_file"] = (" ".join(w for w, _ in words), words)
+    out["run_s"] = time.perf_counter() - t0
+    return out
 
 
-def pte_texts(model_path: str, recipe: str, backend: str, group_size: int | None, work: Path,
-              paths: list[str]) -> tuple[list[str], dict]:
-    """Export one recipe and transcribe the files with the Python runner.
+def pte_system(model_path: str, recipe: str, backend: str, group_size: int | None, work: Path, sets: dict) -> dict:
+    """Export one recipe and transcribe every clip, and the long recording as one file, with the Python runner.
 
-    Args:
-        group_size: ``--group-size`` for the export, or None for the recipe's default.
     Returns:
-        transcripts, and ``{"export_s", "pte_mb", "rtfx", "linears_quantized"}`` (RTFx: audio seconds / runner
-        seconds over all clips; linears_quantized: "N/M" over encoder and decoder, from export_report.json).
+        ``{set: [text...], "long_file": (text, words), "info": {"export_s", "pte_mb", "rtfx",
+        "linears_quantized"}}`` (RTFx: audio seconds / runner seconds over the clips of (a)-(c); linears_quantized:
+        "N/M" over encoder and decoder, from export_report.json).
     Raises:
         RuntimeError: the export failed (its own message is printed above).
     """
     from ..audio import load_audio
     from ..export.cli import main as export_main
+    from ..runtime.cli import LongFormOptions, transcribe_file
     from ..runtime.pte_model import PteModel
     from ..runtime.transcribe import Transcriber
     from ..tokenizer import Tokenizer
 
-    out = work / f"{recipe}-{backend}" if group_size is None else work / f"{recipe}-{backend}-g{group_size}"
+    out_dir = work / f"{recipe}-{backend}" if group_size is None else work / f"{recipe}-{backend}-g{group_size}"
     extra = [] if group_size is None else ["--group-size", str(group_size)]
     t0 = time.perf_counter()
-    if export_main(["--model", model_path, "--backend", backend, "--quantize", recipe, "--output-dir", str(out),
+    if export_main(["--model", model_path, "--backend", backend, "--quantize", recipe, "--output-dir", str(out_dir),
                     *extra]):
         raise RuntimeError(f"export of {recipe} on {backend} failed")
     export_s = time.perf_counter() - t0
-    transcriber = Transcriber(PteModel(out / "model.pte"), Tokenizer(out / "tokenizer.model"))
+    transcriber = Transcriber(PteModel(out_dir / "model.pte"), Tokenizer(out_dir / "tokenizer.model"))
     rate = transcriber.model.metadata.sample_rate
-    clips = [load_audio(p, rate) for p in paths]
+    out: dict = {}
+    run_s = audio_s = 0.0
+    for name in (*SETS, "long"):
+        clips = [load_audio(r["path"], rate) for r in sets[name]]
+        t0 = time.perf_counter()
+        out[name] = [transcriber.transcribe(c).text for c in clips]
+        if name != "long":
+            run_s += time.perf_counter() - t0
+            audio_s += sum(len(c) for c in clips) / rate
     t0 = time.perf_counter()
-    texts = [transcriber.transcribe(c).text for c in clips]
-    run_s = time.perf_counter() - t0
-    audio_s = sum(len(c) for c in clips) / rate
-    parts = json.loads((out / "export_report.json").read_text())["parts"].values()
+    transcript = transcribe_file(transcriber, sets["long_path"], LongFormOptions(*LONG_CONTEXT_S), quiet=True)
+    long_s = time.perf_counter() - t0
+    out["long_file"] = (transcript.text, [(w.text, w.start) for w in transcript.words])
+    parts = json.loads((out_dir / "export_report.json").read_text())["parts"].values()
     quantized = sum(p.get("quantized") or 0 for p in parts)
     total = sum(p.get("linear_layers") or 0 for p in parts)
-    return texts, {"linears_quantized": f"{quantized}/{total}" if recipe != "none" else "","export_s": round(export_s, 1), "pte_mb": round((out / "model.pte").stat().st_size / 1e6, 2),
-                   "rtfx": round(audio_s / run_s, 1)}
+    out["info"] = {"linears_quantized": f"{quantized}/{total}" if recipe != "none" else "",
+                   "export_s": round(export_s, 1), "pte_mb": round((out_dir / "model.pte").stat().st_size / 1e6, 2),
+                   "rtfx": round(audio_s / run_s, 1) if run_s else None,
+                   "long_rtfx": round(transcript.audio_seconds / long_s, 1) if long_s else None}
+    return out
+
+
+def score(sets: dict, hyps: dict, eager: dict | None) -> dict:
+    """WERs of one system's transcripts (see the module docstring), and clips equal to NeMo eager's."""
+    refs = {name: [r["text"] for r in sets[name]] for name in (*SETS, "long")}
+    result = {f"wer_{name}": word_error_rate(refs[name], hyps[name]) for name in SETS}
+    result["wer_long_clips"] = word_error_rate(refs["long"], hyps["long"])
+    text, words = hyps["long_file"]
+    result["wer_long_file"] = word_error_rate([" ".join(refs["long"])], [text])
+    result["wer_long_aligned"] = time_aligned_wer(sets["long"], words)
+    hits, total = heldout_hits(sum((refs[n] for n in SETS), []), sum((hyps[n] for n in SETS), []))
+    result["heldout_words"] = {"correct": hits, "total": total}
+    by_voice: dict[str, tuple[list, list]] = {}
+    for row, hyp in zip(sets["festival"], hyps["festival"]):
+        r, h = by_voice.setdefault(row["voice_name"], ([], []))
+        r.append(row["text"])
+        h.append(hyp)
+    result["wer_festival_by_voice"] = {v: word_error_rate(r, h) for v, (r, h) in sorted(by_voice.items())}
+    if eager is not None:
+        same = sum(a == b for name in (*SETS, "long") for a, b in zip(hyps[name], eager[name]))
+        result["same_as_nemo"] = same
+        result["long_file_same_as_nemo"] = text == eager["long_file"][0]
+    result["clips"] = sum(len(sets[name]) for name in (*SETS, "long"))
+    return result
 
 
 def _table(results: list[dict]) -> str:
-    lines = ["| system | recipe | backend | group size | linears quantized | WER % | Δ vs fp32 .pte (points) | "
-             "same text as NeMo eager | .pte MB |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    base = next((r["wer"] for r in results if r["system"] == "pte" and r["recipe"] == "none"), None)
+    lines = ["| system | recipe | backend | group size | linears quantized | (a) random % | (b) sentences % | "
+             "(c) festival % | (d) long, one file % | (d) clip by clip % | (d) time-aligned % | held-out words | "
+             "clips as NeMo eager | .pte MB |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
-        delta = "" if base is None or r["system"] != "pte" else f"{100 * (r['wer'] - base):+.2f}"
+        held = r["heldout_words"]
+        held_pct = f"{100 * held['correct'] / held['total']:.1f} % of {held['total']}" if held["total"] else ""
+        same = f"{r.get('same_as_nemo', r['clips'])}/{r['clips']}"
         lines.append(f"| {r['system']} | {r['recipe']} | {r['backend']} | {r.get('group_size') or ''} | "
-                     f"{r.get('linears_quantized', '')} | {100 * r['wer']:.2f} | {delta} | "
-                     f"{r['same_as_nemo']}/{r['clips']} | {r.get('pte_mb', '')} |")
+                     f"{r.get('linears_quantized', '')} | {100 * r['wer_random']:.2f} | {100 * r['wer_sentences']:.2f}"
+                     f" | {100 * r['wer_festival']:.2f} | {100 * r['wer_long_file']:.2f} | "
+                     f"{100 * r['wer_long_clips']:.2f} | {100 * r['wer_long_aligned']:.2f} | {held_pct} | {same} | "
+                     f"{r.get('pte_mb', '')} |")
     return "\n".join(lines) + "\n"
 
 
@@ -121,11 +284,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="parakeet-eval-wer", description=__doc__.splitlines()[0])
     p.add_argument("--model", default=str(files("parakeet_executorch") / "demo_model" / "parakeet-tdt-demo.nemo"),
                    help="the .nemo to evaluate (default: the shipped demo model)")
-    p.add_argument("--out", required=True, help="folder for the test set, exports and results")
-    p.add_argument("--clips", type=int, default=200, help="test clips (distinct held-out sentences)")
-    p.add_argument("--seed", type=int, default=2026, help="test-set seed (not the training or dev seed)")
-    p.add_argument("--train-utterances", type=int, default=12000, help="as given to parakeet-train-demo")
-    p.add_argument("--train-seed", type=int, default=0, help="as given to parakeet-train-demo")
+    p.add_argument("--out", required=True, help="folder for the test sets, exports and results")
+    p.add_argument("--clips", type=int, default=200, help="clips in each of the sets (a), (b) and (c)")
+    p.add_argument("--long-seconds", type=float, default=600.0, help="least length of the long recording (d)")
+    p.add_argument("--seed", type=int, default=2026, help="test-set seed")
+    p.add_argument("--workers", type=int, default=None, help="synthesis processes (default: one per core)")
     p.add_argument("--recipes", nargs="*", default=DEFAULT_RECIPES, metavar="RECIPE:BACKEND[:GROUP_SIZE]",
                    help=f"default: {' '.join(DEFAULT_RECIPES)}")
     args = p.parse_args(argv)
@@ -148,34 +311,43 @@ def main(argv: list[str] | None = None) -> int:
         pairs.append((recipe, backend, group_size))
     if not Path(args.model).is_file():
         p.error(f"--model {args.model} not found")
-    if args.clips < 1:
-        p.error("--clips must be positive")
-    if args.seed in (args.train_seed, args.train_seed + 1):
-        p.error(f"--seed {args.seed} is used by training (sentences {args.train_seed}, dev set "
-                f"{args.train_seed + 1}); pick another")
+    if args.clips < 1 or args.long_seconds <= 0:
+        p.error("--clips and --long-seconds must be positive")
+    if args.seed in (0, 1):
+        p.error(f"--seed {args.seed} is a training seed (corpus 0, dev set 1); pick another")
+
+    from .synth import SynthError
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    rows = make_test_set(out, args.clips, args.seed, args.train_utterances, args.train_seed)
-    refs, paths = [r["text"] for r in rows], [r["path"] for r in rows]
-    from .train import word_error_rate
-
-    eager = nemo_texts(args.model, paths)
-    results = [{"system": "nemo-eager", "recipe": "none", "backend": "pytorch", "wer": word_error_rate(refs, eager),
-                "same_as_nemo": len(rows), "clips": len(rows)}]
-    print(f"NeMo eager: WER {100 * results[0]['wer']:.2f} %", flush=True)
+    try:
+        sets = make_test_sets(out / "testsets", args.clips, args.seed, args.long_seconds, args.workers)
+    except SynthError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    eager = nemo_system(args.model, sets)
+    results = [{"system": "nemo-eager", "recipe": "none", "backend": "pytorch", **score(sets, eager, None)}]
+    print(f"NeMo eager: {json.dumps({k: v for k, v in results[0].items() if k.startswith('wer_')})}", flush=True)
     for recipe, backend, group_size in pairs:
-        texts, info = pte_texts(args.model, recipe, backend, group_size, out / "pte", paths)
-        same = sum(a == b for a, b in zip(texts, eager))
+        hyps = pte_system(args.model, recipe, backend, group_size, out / "pte", sets)
         results.append({"system": "pte", "recipe": recipe, "backend": backend, "group_size": group_size,
-                        "wer": word_error_rate(refs, texts), "same_as_nemo": same, "clips": len(rows), **info})
-        print(f"{recipe} on {backend} (group size {group_size or 'default'}): WER {100 * results[-1]['wer']:.2f} %, {same}/{len(rows)} transcripts as "
-              f"NeMo eager", flush=True)
-    meta = {"model": args.model, "clips": len(rows), "seed": args.seed, "words": sum(len(r.split()) for r in refs)}
-    (out / "results.json").write_text(json.dumps({"test_set": meta, "results": results}, indent=1) + "\n")
+                        **score(sets, hyps, eager), **hyps["info"]})
+        r = results[-1]
+        print(f"{recipe} on {backend} (group size {group_size or 'default'}): (a) {100 * r['wer_random']:.2f} % "
+              f"(b) {100 * r['wer_sentences']:.2f} % (c) {100 * r['wer_festival']:.2f} % (d) one file "
+              f"{100 * r['wer_long_file']:.2f} %, clip by clip {100 * r['wer_long_clips']:.2f} %; "
+              f"{r['same_as_nemo']}/{r['clips']} clips as NeMo eager", flush=True)
+    long_rows = sets["long"]
+    meta = {"model": args.model, "seed": args.seed,
+            "sets": {name: {"clips": len(sets[name]), "words": sum(len(r["text"].split()) for r in sets[name])}
+                     for name in (*SETS, "long")},
+            "long_seconds": long_rows[-1]["end"], "long_context_s": LONG_CONTEXT_S}
+    (out / "results.json").write_text(json.dumps({"test_sets": meta, "results": results}, indent=1) + "\n")
     table = _table(results)
-    (out / "results.md").write_text(f"Held-out test set: {meta['clips']} clips, {meta['words']} words, "
-                                    f"seed {meta['seed']}.\n\n{table}")
+    sizes = ", ".join(f"({k}) {name} {v['clips']} clips / {v['words']} words"
+                      for k, (name, v) in zip("abcd", meta["sets"].items()))
+    (out / "results.md").write_text(f"Held-out test sets, seed {args.seed}: {sizes}; the long recording is "
+                                    f"{meta['long_seconds'] / 60:.1f} min.\n\n{table}")
     print(table)
     return 0
 

@@ -1,14 +1,17 @@
-"""``parakeet-train-demo``: train the small Parakeet TDT demo model on synthetic espeak-ng speech.
+"""``parakeet-train-demo``: train the small Parakeet TDT demo model on synthetic speech.
 
-The model is NeMo's ``EncDecRNNTBPEModel`` with the ``demo`` size of ``testing/config.py`` (FastConformer encoder
+The model is NeMo's ``EncDecRNNTBPEModel`` with the ``demo2`` size of ``testing/config.py`` (FastConformer encoder
 with 8x depthwise-striding subsampling and relative-position attention, 2-layer LSTM prediction network, TDT
 joint with durations [0..4]) and a SentencePiece BPE tokenizer trained on the corpus text. The corpus comes from
-``training/corpus.py``. Each step runs NeMo's own modules: ``model.forward`` (preprocessor, SpecAugment,
+``training/corpus.py`` (espeak-ng and flite speech of a 5,000-word vocabulary, 30 % of it in 20-40 s clips;
+``--corpus grammar`` is the first demo model's 352-word grammar, ``training/grammar.py``). Synthesis runs on a
+pool of processes, one per core. Each step runs NeMo's own modules: ``model.forward`` (preprocessor, SpecAugment,
 encoder), the prediction network, the joint, and the TDT loss: NeMo's numba loss on CUDA, or
-``training/tdt_loss.py`` (the same value) on a CPU, where NeMo's TDT losses do not run.
+``training/tdt_loss.py`` (the same value) on a CPU, where NeMo's TDT losses do not run. Batches are clips of
+similar length, at most ``--batch-size`` clips and ``--batch-seconds`` of padded audio.
 
-Writes the ``.nemo`` atomically and ``OUT.train.json`` beside it: seed, device, steps, wall time, espeak-ng
-version, loss and dev WER history.
+Writes the ``.nemo`` atomically and ``OUT.train.json`` beside it: arguments, seed, device, steps, wall time,
+synthesizer versions, data statistics, loss and dev WER history, and the transcript of the shipped sample clip.
 """
 
 from __future__ import annotations
@@ -46,21 +49,35 @@ def build_model(tokenizer_dir: Path, size: str, seed: int):
     return EncDecRNNTBPEModel(cfg=OmegaConf.create(cfg))
 
 
-def _batches(lengths: list[int], batch_size: int, rng: random.Random) -> list[list[int]]:
-    """Index batches of similar length (sorted, chunked, shuffled) so padding stays small."""
+def _batches(lengths: list[int], batch_size: int, rng: random.Random, max_samples: int = 0) -> list[list[int]]:
+    """Index batches of similar length (sorted, chunked, shuffled) so padding stays small.
+
+    A batch holds at most ``batch_size`` clips and, when ``max_samples`` > 0, at most ``max_samples`` padded
+    samples (clips x longest clip), so batches of 40 s clips are smaller than batches of 3 s ones.
+    """
     order = sorted(range(len(lengths)), key=lambda i: (lengths[i], rng.random()))
-    chunks = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    chunks, cur = [], []
+    for i in order:
+        if cur and (len(cur) == batch_size or (max_samples and (len(cur) + 1) * lengths[i] > max_samples)):
+            chunks.append(cur)
+            cur = []
+        cur.append(i)
+    if cur:
+        chunks.append(cur)
     rng.shuffle(chunks)
     return chunks
 
 
 def _pad(arrays, device):
+    """A [batch, samples] float32 tensor of the clips (int16 PCM scaled to [-1, 1)) and their lengths."""
+    import numpy as np
     import torch
 
     lengths = torch.tensor([len(a) for a in arrays], dtype=torch.long)
     out = torch.zeros(len(arrays), int(lengths.max()), dtype=torch.float32)
     for i, a in enumerate(arrays):
-        out[i, : len(a)] = torch.as_tensor(a)
+        t = torch.from_numpy(np.ascontiguousarray(a))
+        out[i, : len(a)] = t.float() / 32768.0 if t.dtype == torch.int16 else t
     return out.to(device), lengths.to(device)
 
 
@@ -88,11 +105,65 @@ def word_error_rate(refs: list[str], hyps: list[str]) -> float:
     return float(jiwer.wer(refs, hyps))
 
 
+def _save(model, out: Path) -> None:
+    """``model.save_to(out)`` through a temporary name, so ``out`` is never a half-written file."""
+    tmp = out.with_name(out.name + ".partial")
+    model.save_to(str(tmp))
+    tmp.replace(out)
+
+
+def _make_data(args, log: dict) -> dict:
+    """Synthesize the training and dev sets of ``args.corpus``; fills ``log`` with versions and data statistics.
+
+    Returns:
+        ``train_texts``, ``audio`` (int16 for v2, float32 for the grammar), ``dev_texts``, ``dev_audio`` and
+        ``sample`` ((text, audio) of the shipped sample's recipe, or None for the grammar corpus).
+    """
+    if args.corpus == "grammar":
+        from . import grammar
+
+        log["espeak"] = grammar.espeak_version()
+        utts = grammar.training_set(args.utterances or 12000, args.seed)
+        dev = grammar.heldout_set(args.dev_utterances, args.seed + 1, {u.text for u in utts})
+        audio = grammar.synthesize_many(utts, workers=args.workers)
+        log["train_hours"] = sum(len(a) for a in audio) / 16000 / 3600
+        return {"train_texts": [u.text for u in utts], "audio": audio, "dev_texts": [u.text for u in dev],
+                "dev_audio": grammar.synthesize_many(dev, workers=args.workers), "sample": None}
+
+    from collections import Counter
+
+    from . import corpus, text
+
+    log["synthesizers"] = corpus.versions(["espeak", "flite"])
+    clips = corpus.training_set(args.seed, hours=args.hours, clips=args.utterances, long_fraction=args.long_fraction)
+    dev = corpus.dev_set(args.dev_utterances, args.seed + 1)
+    print(f"synthesizing {len(clips)} training clips on {args.workers or 'all'} cores ...", flush=True)
+    audio = corpus.synthesize_many(clips, workers=args.workers, as_int16=True, progress=True)
+    dev_audio = corpus.synthesize_many(dev, workers=args.workers)
+    sample = corpus.sample_clip()
+    seconds = [len(a) / 16000 for a in audio]
+    long = [s for c, s in zip(clips, seconds) if len(c.texts) > 1]
+    hours_by = Counter()
+    for c, sec in zip(clips, seconds):
+        hours_by[c.voice.synth] += sec / 3600
+    log["train_hours"] = sum(seconds) / 3600
+    log["data"] = {
+        "clips": len(clips), "segments": sum(len(c.texts) for c in clips),
+        "words": sum(len(c.text.split()) for c in clips),
+        "long_clips": len(long), "long_hours": sum(long) / 3600, "longest_s": round(max(seconds), 1),
+        "hours_by_synth": {k: round(v, 3) for k, v in sorted(hours_by.items())},
+        "vocabulary": len(text.vocabulary()), "heldout_words": len(text.heldout_words()),
+        "sentences": {k: len(v) for k, v in text.sentence_split().items()},
+        "dev_clips": len(dev),
+    }
+    return {"train_texts": [c.text for c in clips], "audio": audio, "dev_texts": [c.text for c in dev],
+            "dev_audio": dev_audio, "sample": (sample.text, corpus.synthesize_clip(sample))}
+
+
 def train(args) -> dict:
     import torch
 
     from ..testing.tokenizer_corpus import train_tokenizer
-    from . import corpus
     from .tdt_loss import tdt_loss
 
     device = torch.device(args.device)
@@ -101,25 +172,21 @@ def train(args) -> dict:
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
     rng = random.Random(args.seed)
-    log = {"args": {k: v for k, v in vars(args).items()}, "seed": args.seed, "size": args.size, "device": str(device), "espeak": corpus.espeak_version(),
-           "torch": torch.__version__, "history": []}
+    log = {"args": dict(vars(args)), "seed": args.seed, "size": args.size, "device": str(device),
+           "corpus": args.corpus, "torch": torch.__version__, "history": []}
     if device.type == "cuda":
         log["gpu"] = torch.cuda.get_device_name(device)
 
     t0 = time.perf_counter()
-    train_utts = corpus.training_set(args.utterances, args.seed)
-    train_texts = {u.text for u in train_utts}
-    dev_utts = corpus.heldout_set(args.dev_utterances, args.seed + 1, train_texts)
-    audio = corpus.synthesize_many(train_utts)
-    dev_audio = corpus.synthesize_many(dev_utts)
-    log["train_hours"] = sum(len(a) for a in audio) / 16000 / 3600
+    data = _make_data(args, log)
+    train_texts, audio, dev_texts, dev_audio = data["train_texts"], data["audio"], data["dev_texts"], data["dev_audio"]
     log["synth_s"] = time.perf_counter() - t0
     print(f"synthesized {len(audio)} training clips ({log['train_hours']:.2f} h) and {len(dev_audio)} dev clips "
           f"in {log['synth_s']:.0f} s", flush=True)
 
     with tempfile.TemporaryDirectory() as work:
         tok_dir = Path(work) / "tokenizer"
-        train_tokenizer(tok_dir, args.vocab_size, seed=args.seed, lines=sorted(train_texts))
+        train_tokenizer(tok_dir, args.vocab_size, seed=args.seed, lines=sorted(set(train_texts)))
         if args.init:
             from nemo.collections.asr.models import ASRModel
 
@@ -127,7 +194,7 @@ def train(args) -> dict:
         else:
             model = build_model(tok_dir, args.size, args.seed)
         model = model.to(device)
-        tokens = [model.tokenizer.text_to_ids(u.text) for u in train_utts]
+        tokens = [model.tokenizer.text_to_ids(t) for t in train_texts]
         n_params = sum(p.numel() for p in model.parameters())
         log["parameters"] = n_params
         print(f"model: {n_params / 1e6:.2f} M parameters on {device}", flush=True)
@@ -152,11 +219,13 @@ def train(args) -> dict:
         sigma = float(model.cfg.loss.tdt_kwargs.get("sigma", 0.0))
         blank = model.decoder.blank_idx
         lengths = [len(a) for a in audio]
+        max_samples = int(args.batch_seconds * 16000)
         model.train()
-        step, t_train, batches = 0, time.perf_counter(), []
+        step, t_train, batches, skipped = 0, time.perf_counter(), [], 0
+        next_checkpoint_s = args.checkpoint_every_minutes * 60
         while step < args.steps:
             if not batches:
-                batches = _batches(lengths, args.batch_size, rng)
+                batches = _batches(lengths, args.batch_size, rng, max_samples)
             idx = batches.pop()
             signal, sig_len = _pad([audio[i] for i in idx], device)
             tgt_len = torch.tensor([len(tokens[i]) for i in idx], dtype=torch.long)
@@ -167,15 +236,28 @@ def train(args) -> dict:
             lr = lr_at(step, time.perf_counter() - t_train)
             for g in opt.param_groups:
                 g["lr"] = lr
-            enc, enc_len = model.forward(input_signal=signal, input_signal_length=sig_len)
-            dec, _, _ = model.decoder(targets=tgt, target_length=tgt_len)
-            joint = model.joint(encoder_outputs=enc, decoder_outputs=dec)
-            if use_nemo_loss:
-                loss = model.loss(log_probs=joint, targets=tgt, input_lengths=enc_len, target_lengths=tgt_len)
-            else:
-                loss = tdt_loss(joint, tgt, enc_len, tgt_len, blank=blank, durations=durations, sigma=sigma)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
+            try:
+                enc, enc_len = model.forward(input_signal=signal, input_signal_length=sig_len)
+                dec, _, _ = model.decoder(targets=tgt, target_length=tgt_len)
+                joint = model.joint(encoder_outputs=enc, decoder_outputs=dec)
+                if use_nemo_loss:
+                    loss = model.loss(log_probs=joint, targets=tgt, input_lengths=enc_len, target_lengths=tgt_len)
+                else:
+                    loss = tdt_loss(joint, tgt, enc_len, tgt_len, blank=blank, durations=durations, sigma=sigma)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+            except torch.cuda.OutOfMemoryError:
+                # One unlucky batch (long clips with many tokens) must not end a one-shot GPU run: drop it.
+                del signal, tgt
+                enc = dec = joint = loss = None
+                opt.zero_grad(set_to_none=True)
+                torch.cuda.empty_cache()
+                skipped += 1
+                print(f"step {step}: out of memory on {len(idx)} clips of {max(lengths[i] for i in idx) / 16000:.1f} s;"
+                      " batch skipped", flush=True)
+                if skipped > 20:
+                    raise
+                continue
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
             step += 1
@@ -183,7 +265,7 @@ def train(args) -> dict:
             out_of_time = args.max_minutes and elapsed > args.max_minutes * 60
             if step % args.eval_every == 0 or step == args.steps or out_of_time:
                 hyps = greedy_texts(model, dev_audio, device)
-                wer = word_error_rate([u.text for u in dev_utts], hyps)
+                wer = word_error_rate(dev_texts, hyps)
                 entry = {"step": step, "loss": loss.item(), "lr": lr, "dev_wer": wer,
                          "elapsed_s": round(elapsed, 1)}
                 log["history"].append(entry)
@@ -191,14 +273,26 @@ def train(args) -> dict:
             if out_of_time:
                 print(f"stopping at step {step}: --max-minutes {args.max_minutes} reached", flush=True)
                 break
+            if args.checkpoint_every_minutes and elapsed > next_checkpoint_s:
+                # A lent GPU machine can be taken back mid-run: keep a loadable model of the latest state.
+                next_checkpoint_s += args.checkpoint_every_minutes * 60
+                _save(model, Path(args.out).with_name(Path(args.out).stem + ".checkpoint.nemo"))
+                log["steps"] = step
+                Path(str(args.out) + ".train.json").write_text(json.dumps(log, indent=1) + "\n")
+                print(f"checkpoint at step {step}", flush=True)
         log["steps"] = step
+        log["skipped_batches"] = skipped
         log["train_s"] = time.perf_counter() - t_train
+        if data["sample"] is not None:
+            sample_text, sample_audio = data["sample"]
+            heard = greedy_texts(model, [sample_audio], device)[0]
+            log["sample"] = {"text": sample_text, "heard": heard, "exact": heard == sample_text}
+            print(f"sample: spoken {sample_text!r}, heard {heard[:200]!r}: "
+                  f"{'exact match' if heard == sample_text else 'DIFFERENT'}", flush=True)
         model.eval()
         model = model.cpu()
         out = Path(args.out)
-        tmp = out.with_name(out.name + ".partial")
-        model.save_to(str(tmp))
-        tmp.replace(out)
+        _save(model, out)
     log["nemo_bytes"] = out.stat().st_size
     log["wall_s"] = time.perf_counter() - t0
     Path(str(out) + ".train.json").write_text(json.dumps(log, indent=1) + "\n")
@@ -211,21 +305,32 @@ def main(argv: list[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(prog="parakeet-train-demo", description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True, help="output .nemo path")
-    p.add_argument("--size", default="demo", choices=sorted(SIZES), help="model size (testing/config.py)")
+    p.add_argument("--size", default="demo2", choices=sorted(SIZES), help="model size (testing/config.py)")
+    p.add_argument("--corpus", default="v2", choices=("v2", "grammar"),
+                   help="v2: training/corpus.py (default); grammar: the first demo model's (training/grammar.py)")
     p.add_argument("--device", default="cuda", help="cuda (NeMo's numba TDT loss) or cpu (training/tdt_loss.py)")
     p.add_argument("--loss", default="nemo", choices=("nemo", "pytorch"),
                    help="on CUDA: NeMo's numba TDT loss (default) or this package's; a CPU always uses ours")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--utterances", type=int, default=12000, help="training clips to synthesize")
-    p.add_argument("--dev-utterances", type=int, default=100, help="held-out-voice clips for the dev WER")
-    p.add_argument("--vocab-size", type=int, default=256, help="SentencePiece BPE pieces")
+    p.add_argument("--hours", type=float, default=24.0, help="v2: hours of training audio to synthesize (estimated)")
+    p.add_argument("--utterances", type=int, default=None,
+                   help="training clips to synthesize instead of --hours (grammar corpus: default 12000)")
+    p.add_argument("--long-fraction", type=float, default=0.3,
+                   help="v2: share of the training audio in 20-40 s clips of several segments with pauses")
+    p.add_argument("--workers", type=int, default=None, help="synthesis processes (default: one per core)")
+    p.add_argument("--dev-utterances", type=int, default=200, help="held-out-voice clips for the dev WER")
+    p.add_argument("--vocab-size", type=int, default=None, help="SentencePiece BPE pieces (default: the size's)")
     p.add_argument("--steps", type=int, default=6000, help="optimizer steps (sets the LR schedule)")
     p.add_argument("--max-minutes", type=float, default=0,
                    help="training time budget: stop after it and fit the LR decay into it")
-    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--batch-size", type=int, default=64, help="most clips in one batch")
+    p.add_argument("--batch-seconds", type=float, default=0,
+                   help="most padded audio seconds in one batch (clips x longest); 0: no limit")
     p.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (AdamW)")
     p.add_argument("--warmup", type=int, default=600, help="warm-up steps")
     p.add_argument("--eval-every", type=int, default=500, help="steps between dev WER measurements")
+    p.add_argument("--checkpoint-every-minutes", type=float, default=0,
+                   help="also save OUT's stem + .checkpoint.nemo (and the log so far) this often; 0: never")
     p.add_argument("--init", help="start from this .nemo instead of fresh weights (keeps its tokenizer)")
     args = p.parse_args(argv)
     if not args.out.endswith(".nemo"):
@@ -234,13 +339,17 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"output folder of {args.out} does not exist")
     if args.init and not Path(args.init).is_file():
         p.error(f"--init {args.init} not found")
-    if args.steps < 1 or args.utterances < 1 or args.batch_size < 1:
+    if args.steps < 1 or (args.utterances is not None and args.utterances < 1) or args.batch_size < 1:
         p.error("--steps, --utterances and --batch-size must be positive")
-    from .corpus import EspeakError
+    if args.hours <= 0 or not 0 <= args.long_fraction <= 1 or args.batch_seconds < 0:
+        p.error("--hours must be positive, --long-fraction in [0, 1] and --batch-seconds >= 0")
+    if args.vocab_size is None:
+        args.vocab_size = SIZES[args.size].vocab_size
+    from .synth import SynthError
 
     try:
         train(args)
-    except EspeakError as e:
+    except SynthError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 0

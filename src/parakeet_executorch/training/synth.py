@@ -1,0 +1,202 @@
+"""Speech synthesizers behind one interface: espeak-ng, flite and festival, each called as a program.
+
+``synthesize(text, voice)`` returns float32 mono audio at 16 kHz (the synthesizer's own rate resampled with libsoxr,
+HQ) for a ``Voice``: which synthesizer, which of its voices, a speed factor and a pitch. Every call is one process,
+so a pool of worker processes scales over cores, and each program's output is deterministic for its version
+(the versions are recorded by ``versions()``).
+
+- espeak-ng: voice ``en-us``, ``en-gb+f4`` etc. (language voice ``+`` variant); speed 1.0 is its default 175 words
+  per minute; pitch is its 0-99 scale (default 50); ``gap`` is extra silence between words in units of 10 ms.
+- flite: its built-in voices ``kal`` (8 kHz diphone), ``kal16`` (16 kHz diphone), ``awb``, ``rms`` and ``slt``
+  (clustergen); speed through ``--setf duration_stretch=1/speed``; pitch is the target f0 mean in Hz through
+  ``--setf int_f0_target_mean`` (None keeps the voice's own; ``rms`` ignores it).
+- festival: ``text2wave`` with ``voice_kal_diphone``, ``voice_ked_diphone`` (Debian's festvox-kallpc16k and
+  festvox-kdlpc16k) or ``voice_cmu_us_slt_arctic_hts`` (festvox-us-slt-hts); speed through ``Duration_Stretch``
+  (diphone voices) or the HTS engine's ``-r``; pitch, for the HTS voice only, is a shift in semitones (``-fm``).
+  It starts a Scheme interpreter per call (about 0.5 s), so it serves the held-out test sets.
+
+Programs are found, in this order, from an explicit variable (``ESPEAK_NG``, ``FLITE``, ``FESTIVAL``: the binary;
+``TEXT2WAVE``: the script), from ``PARAKEET_TTS_PREFIX`` (a folder where Debian packages were unpacked with
+``dpkg -x``: ``PREFIX/usr/bin/...``, with ``PREFIX/usr/lib/x86_64-linux-gnu`` added to ``LD_LIBRARY_PATH``, espeak-ng's
+data taken from there through ``ESPEAK_DATA_PATH`` unless that is set, and festival's library from
+``PREFIX/usr/share/festival`` unless ``FESTIVAL_LIBDIR`` is set), then from ``PATH``.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+SAMPLE_RATE = 16000
+SYNTHS = ("espeak", "flite", "festival")
+FLITE_VOICES = ("kal", "kal16", "awb", "rms", "slt")
+# Median f0 (Hz) each flite voice speaks at by default, measured on a sentence; pitch factors scale these.
+FLITE_DEFAULT_F0 = {"kal": 95, "kal16": 95, "awb": 130, "rms": 100, "slt": 170}
+FESTIVAL_VOICES = ("kal_diphone", "ked_diphone", "cmu_us_slt_arctic_hts")
+ESPEAK_DEFAULT_WPM = 175
+APT_PACKAGE = {"espeak": "espeak-ng", "flite": "flite",
+               "festival": "festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts"}
+
+
+class SynthError(RuntimeError):
+    """A synthesizer is missing or failed; the message names the Debian package or the failing command."""
+
+
+# The name train.py and older callers catch.
+EspeakError = SynthError
+
+
+@dataclass(frozen=True)
+class Voice:
+    """One way of speaking: synthesizer, its voice name, speed factor (1.0 = the voice's default rate), pitch
+    (espeak-ng: 0-99; flite: f0 mean in Hz; festival HTS: semitones; festival diphone: unused; None: the voice's
+    default), and espeak-ng's word gap (10 ms units)."""
+
+    synth: str
+    name: str
+    speed: float = 1.0
+    pitch: int | None = None
+    gap: int = 0
+
+    def describe(self) -> str:
+        pitch = "" if self.pitch is None else f" pitch {self.pitch}"
+        gap = f" gap {self.gap}" if self.gap else ""
+        return f"{self.synth}:{self.name} speed {self.speed:.2f}{pitch}{gap}"
+
+
+def _prefix() -> Path | None:
+    prefix = os.environ.get("PARAKEET_TTS_PREFIX")
+    return Path(prefix) if prefix else None
+
+
+def _env() -> dict:
+    """Environment for the synthesizer processes: the unpacked prefix's libraries and espeak-ng data."""
+    env = dict(os.environ)
+    prefix = _prefix()
+    if prefix is not None:
+        libdir = prefix / "usr" / "lib" / "x86_64-linux-gnu"
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (str(libdir), env.get("LD_LIBRARY_PATH")) if p)
+        # espeak-ng reads ESPEAK_DATA_PATH/espeak-ng-data.
+        env.setdefault("ESPEAK_DATA_PATH", str(libdir))
+    return env
+
+
+def program(synth: str) -> list[str]:
+    """The command prefix that runs ``synth`` ("espeak", "flite" or "festival"'s text2wave).
+
+    Raises:
+        SynthError: not found; the message names the Debian package and the variable to set.
+    """
+    prefix = _prefix()
+    if synth == "festival":
+        script = os.environ.get("TEXT2WAVE") or _find("text2wave", prefix)
+        binary = os.environ.get("FESTIVAL") or _find("festival", prefix)
+        if not script or not binary:
+            raise SynthError(f"festival not found: install it (apt-get install {APT_PACKAGE['festival']}) or set "
+                             "FESTIVAL and TEXT2WAVE (or PARAKEET_TTS_PREFIX)")
+        libdir = os.environ.get("FESTIVAL_LIBDIR") or (str(prefix / "usr/share/festival") if prefix else None)
+        # text2wave's "#!/usr/bin/festival --script" line names the system binary; run the one we found instead.
+        return [binary, *(["--libdir", libdir] if libdir else []), "--script", script]
+    name, var = {"espeak": ("espeak-ng", "ESPEAK_NG"), "flite": ("flite", "FLITE")}[synth]
+    found = os.environ.get(var) or _find(name, prefix)
+    if not found:
+        raise SynthError(f"{name} not found: install it (apt-get install {APT_PACKAGE[synth]}) or set {var}=/path "
+                         "(or PARAKEET_TTS_PREFIX)")
+    return [found]
+
+
+def _find(name: str, prefix: Path | None) -> str | None:
+    if prefix is not None and (prefix / "usr" / "bin" / name).is_file():
+        return str(prefix / "usr" / "bin" / name)
+    return shutil.which(name)
+
+
+def versions(synths=SYNTHS) -> dict[str, str]:
+    """Version line of each available synthesizer in ``synths`` ("missing" where the program is not found)."""
+    out = {}
+    for synth in synths:
+        try:
+            cmd = program(synth)
+        except SynthError:
+            out[synth] = "missing"
+            continue
+        if synth == "espeak":
+            text = _run(cmd + ["--version"]).decode().split("Data at")[0]
+        elif synth == "flite":
+            # flite prints its version and exits 1.
+            text = next(line for line in _run(cmd + ["--version"], check=False).decode().splitlines()
+                        if "version" in line)
+        else:
+            text = _run(cmd[:1] + ["--version"]).decode()
+        out[synth] = text.strip()
+    return out
+
+
+def _run(cmd: list[str], check: bool = True) -> bytes:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, env=_env(), timeout=300)
+    except OSError as e:
+        raise SynthError(f"could not run {cmd[0]}: {e}") from e
+    if check and proc.returncode != 0:
+        raise SynthError(f"{cmd[0]} failed ({proc.returncode}) for {cmd}: {proc.stderr.decode(errors='replace')}")
+    return proc.stdout
+
+
+def _decode(wav: bytes, what: str) -> tuple[np.ndarray, int]:
+    import soundfile as sf
+
+    if len(wav) < 100:
+        raise SynthError(f"{what} returned no audio")
+    # espeak-ng streams to stdout without knowing the length, so its RIFF sizes are placeholders; libsndfile reads
+    # such a WAV to the end of the data it has.
+    samples, rate = sf.read(io.BytesIO(wav), dtype="float32")
+    return samples, rate
+
+
+def synthesize(text: str, voice: Voice, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
+    """Speak ``text`` (lower-case words) with ``voice``.
+
+    Returns:
+        float32 mono waveform at ``sample_rate`` Hz.
+    Raises:
+        SynthError: the program is missing, fails, or returns no audio; ValueError: unknown synthesizer or voice.
+    """
+    from ..audio import resample, to_mono
+
+    if voice.synth == "espeak":
+        cmd = program("espeak") + ["-v", voice.name, "-s", str(round(ESPEAK_DEFAULT_WPM * voice.speed)),
+                                   "-p", str(50 if voice.pitch is None else voice.pitch), "-g", str(voice.gap),
+                                   "--stdout", text]
+        samples, rate = _decode(_run(cmd), f"espeak-ng {voice.describe()}")
+    elif voice.synth == "flite":
+        if voice.name not in FLITE_VOICES:
+            raise ValueError(f"unknown flite voice {voice.name!r}; built-in voices are {FLITE_VOICES}")
+        cmd = program("flite") + ["-voice", voice.name, "--setf", f"duration_stretch={1 / voice.speed:.4f}"]
+        if voice.pitch is not None:
+            cmd += ["--setf", f"int_f0_target_mean={voice.pitch}"]
+        samples, rate = _decode(_run(cmd + ["-t", text, "-o", "/dev/stdout"]), f"flite {voice.describe()}")
+    elif voice.synth == "festival":
+        if voice.name not in FESTIVAL_VOICES:
+            raise ValueError(f"unknown festival voice {voice.name!r}; supported: {FESTIVAL_VOICES}")
+        with tempfile.TemporaryDirectory() as tmp:
+            src, dst = Path(tmp) / "in.txt", Path(tmp) / "out.wav"
+            src.write_text(text + "\n")
+            if voice.name.endswith("_hts"):
+                # The HTS engine ignores Duration_Stretch; its own options are -r (speed) and -fm (semitones).
+                extra = f'(list "-r" {voice.speed:.4f}) (list "-fm" {voice.pitch or 0})'
+                setting = f"(set! hts_engine_params (append hts_engine_params (list {extra})))"
+            else:
+                setting = f"(Parameter.set 'Duration_Stretch {1 / voice.speed:.4f})"
+            _run(program("festival") + ["-eval", f"(voice_{voice.name})", "-eval", setting, "-o", str(dst),
+                                        str(src)])
+            samples, rate = _decode(dst.read_bytes() if dst.exists() else b"", f"festival {voice.describe()}")
+    else:
+        raise ValueError(f"unknown synthesizer {voice.synth!r}; expected one of {SYNTHS}")
+    return resample(to_mono(samples), rate, sample_rate)

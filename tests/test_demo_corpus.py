@@ -1,0 +1,199 @@
+"""The v2 demo corpus: vocabulary and held-out splits (training/text.py), synthesizers (synth.py), augmentation
+(augment.py), the training and test plans (corpus.py) and the long-recording scoring of evaluate.py."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import numpy as np
+import pytest
+
+from parakeet_executorch.training import augment, corpus, synth, text
+
+SHORT = "the small dog ran home"
+
+
+def test_vocabulary_is_plain_words_with_a_documented_heldout_list():
+    vocab = text.vocabulary()
+    assert len(vocab) == len(set(vocab)) == 5000 and vocab[:3] == ["the", "to", "and"]
+    assert all(re.fullmatch(r"[a-z]+", w) for w in vocab)
+    held = text.heldout_words()
+    assert len(held) == 250 and held <= set(vocab[text.HELDOUT_MIN_RANK:])
+    assert held == text.heldout_words.__wrapped__()  # a fixed seed: the same list every time
+    assert not held & {w for g in text.homophone_groups() for w in g}
+    assert ("to", "two", "too") in text.homophone_groups()  # most frequent first
+
+
+def test_training_text_never_has_heldout_words_or_second_homophones():
+    rng = random.Random(0)
+    held = text.heldout_words()
+    seconds = {w for g in text.homophone_groups() for w in g[1:]}
+    words = {w for _ in range(3000) for w in text.random_sequence(rng).split()}
+    assert not words & held and not words & seconds and len(words) > 2500
+    split = text.sentence_split()
+    assert not {w for s in split["train"] + split["dev"] for w in s.split()} & held
+    assert not set(split["train"]) & set(split["test"]) and not set(split["dev"]) & set(split["test"])
+    assert len(split["train"]) > 5000 and len(split["test"]) > 1000 and len(split["dev"]) > 100
+    test_words = [w for _ in range(500) for w in text.random_sequence(rng, False, 0.1).split()]
+    assert 0.05 < sum(w in held for w in test_words) / len(test_words) < 0.15
+
+
+@pytest.mark.parametrize("raw, expected", [
+    ("Don't panic!", "do not panic"),
+    ("It's 1984, and we're late.", "it is one thousand nine hundred eighty four and we are late"),
+    ("Well-known -- and \u201cquoted\u201d", "well known and quoted"),
+    ("I can't; you won't.", "i can not you will not"),
+    ("John's car", None),
+    ("It costs $5", None),
+    ("Pi is 3.14", None),
+    ("the 2nd time", None),
+])
+def test_normalize(raw, expected):
+    assert text.normalize(raw) == expected
+
+
+def test_spell_number():
+    assert text.spell_number(0) == "zero" and text.spell_number(40) == "forty"
+    assert text.spell_number(2_000_017) == "two million seventeen"
+
+
+def test_sentences_file_is_normalised_and_in_vocabulary():
+    vocab = set(text.vocabulary())
+    lines = [s for s in text.SENTENCES_FILE.read_text().splitlines() if not s.startswith("#")]
+    assert lines == sorted(set(lines))
+    assert all(3 <= len(s.split()) <= 24 and set(s.split()) <= vocab for s in lines)
+
+
+@pytest.mark.parametrize("voice", [synth.Voice("espeak", "en-gb+m3", 1.1, 40, 1), synth.Voice("flite", "slt", 0.9, 180),
+                                   synth.Voice("flite", "kal"), synth.Voice("festival", "kal_diphone", 1.1),
+                                   synth.Voice("festival", "cmu_us_slt_arctic_hts", 0.9, 1)],
+                         ids=lambda v: f"{v.synth}-{v.name}")
+def test_each_synthesizer_gives_16k_float_audio_deterministically(voice):
+    try:
+        synth.program(voice.synth)
+    except synth.SynthError as e:
+        pytest.skip(str(e))
+    a = synth.synthesize(SHORT, voice)
+    b = synth.synthesize(SHORT, voice)
+    assert a.dtype == np.float32 and a.ndim == 1 and 0.8 < len(a) / 16000 < 4 and np.abs(a).max() > 0.05
+    assert np.array_equal(a, b)
+
+
+def test_speed_changes_the_length():
+    slow = synth.synthesize(SHORT, synth.Voice("flite", "kal16", 0.8))
+    fast = synth.synthesize(SHORT, synth.Voice("flite", "kal16", 1.25))
+    assert len(fast) < 0.8 * len(slow)
+
+
+def test_a_missing_synthesizer_names_its_package(monkeypatch):
+    for var in ("FLITE", "FESTIVAL", "TEXT2WAVE", "PARAKEET_TTS_PREFIX"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(synth.SynthError, match="apt-get install flite"):
+        synth.synthesize(SHORT, synth.Voice("flite", "kal"))
+    with pytest.raises(synth.SynthError, match="festvox-us-slt-hts"):
+        synth.program("festival")
+
+
+def test_prefix_variable_points_at_unpacked_packages(monkeypatch, tmp_path):
+    (tmp_path / "usr" / "bin").mkdir(parents=True)
+    fake = tmp_path / "usr" / "bin" / "flite"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    monkeypatch.delenv("FLITE", raising=False)
+    monkeypatch.delenv("ESPEAK_DATA_PATH", raising=False)
+    monkeypatch.setenv("PARAKEET_TTS_PREFIX", str(tmp_path))
+    assert synth.program("flite") == [str(fake)]
+    env = synth._env()
+    assert env["LD_LIBRARY_PATH"].split(":")[0] == str(tmp_path / "usr/lib/x86_64-linux-gnu")
+    assert env["ESPEAK_DATA_PATH"] == str(tmp_path / "usr/lib/x86_64-linux-gnu")
+
+
+def test_augmentation_is_seeded_and_keeps_length():
+    x = synth.synthesize(SHORT, synth.Voice("espeak", "en-us"))
+    a, info_a = augment.augment(x, np.random.default_rng(3))
+    b, info_b = augment.augment(x, np.random.default_rng(3))
+    assert np.array_equal(a, b) and info_a == info_b and a.shape == x.shape and a.dtype == np.float32
+    assert np.isclose(np.abs(a).max(), 10 ** (info_a["peak_dbfs"] / 20), rtol=0.02)  # info rounds to 0.1 dB
+    rir = augment.room_impulse_response(np.random.default_rng(0), 16000, rt60=0.5, predelay=0.004, drr_db=6.0)
+    tail = rir[64:]
+    assert len(rir) == int(1.2 * 0.5 * 16000) and rir[0] == 1.0
+    assert np.isclose(10 * np.log10(1.0 / np.sum(tail ** 2)), 6.0, atol=0.01)  # the direct-to-reverberant ratio
+    first, last = np.sum(tail[:800] ** 2), np.sum(tail[-800:] ** 2)
+    assert 10 * np.log10(first / last) > 45  # ~60 dB of decay over RT60
+
+
+def test_noise_is_added_at_the_drawn_snr():
+    x = np.sin(np.arange(32000) / 5.0).astype(np.float32)
+    recipe = augment.AugmentRecipe(reverb_p=0.0, noise_p=1.0, hum_p=0.0, peak_dbfs=(0.0, 0.0))
+    y, info = augment.augment(x, np.random.default_rng(1), recipe=recipe)
+    clean = x * (np.dot(y, x) / np.dot(x, x))  # the output is rescaled to its peak level: project it back
+    snr = 10 * np.log10(np.sum(clean ** 2) / np.sum((y - clean) ** 2))
+    assert abs(snr - info["snr_db"]) < 0.5
+
+
+def test_training_plan_mixes_synthesizers_lengths_and_held_out_nothing():
+    clips = corpus.training_set(0, hours=2, long_fraction=0.3)
+    assert clips == corpus.training_set(0, hours=2, long_fraction=0.3)
+    est = [sum(corpus._estimate_s(t, k, c.voice) for t, k in zip(c.texts, c.kinds)) for c in clips]
+    long = [e for c, e in zip(clips, est) if len(c.texts) > 1]
+    assert 0.25 < sum(long) / sum(est) < 0.35 and all(18 < e < 50 for e in long)
+    assert {c.voice.synth for c in clips} == {"espeak", "flite"} and all(c.augment for c in clips)
+    variants = {c.voice.name.split("+")[1] for c in clips if "+" in c.voice.name}
+    assert variants <= set(corpus.TRAIN_VARIANTS) and not variants & set(corpus.HELDOUT_VARIANTS)
+    assert not {w for c in clips for w in c.text.split()} & text.heldout_words()
+    assert len(corpus.training_set(0, clips=7)) == 7
+
+
+def test_test_sets_are_disjoint_held_out_and_ten_minutes_long():
+    sets = corpus.test_sets(seed=2026, n=200)
+    assert {k: len(v) for k, v in sets.items() if k != "long"} == {"random": 200, "sentences": 200, "festival": 200}
+    sentences = [c.text for k in ("sentences", "festival", "long") for c in sets[k] if c.kinds[0] == "sentence"]
+    assert len(sentences) == len(set(sentences)) and set(sentences) <= set(text.sentence_split()["test"])
+    assert {c.voice.synth for c in sets["festival"]} == {"festival"}
+    assert {c.voice.synth for c in sets["random"] + sets["sentences"]} == {"espeak", "flite"}
+    assert {c.voice.synth for c in sets["long"]} == {"espeak", "flite", "festival"}
+    espeak = [c.voice.name for k in ("random", "sentences", "long") for c in sets[k] if c.voice.synth == "espeak"]
+    assert all(n.split("+")[1] in corpus.HELDOUT_VARIANTS for n in espeak)
+    est = sum(corpus._estimate_s(c.texts[0], c.kinds[0], c.voice) + 0.9 for c in sets["long"])
+    assert est >= 1.1 * 600 and not any(c.augment for k in sets for c in sets[k])
+
+
+def test_synthesis_is_the_same_in_one_process_or_a_pool():
+    clips = corpus.training_set(5, clips=6, long_fraction=0.0)
+    one = corpus.synthesize_many(clips, workers=1, as_int16=True)
+    pool = corpus.synthesize_many(clips, workers=2, as_int16=True)
+    assert all(a.dtype == np.int16 and np.array_equal(a, b) for a, b in zip(one, pool))
+
+
+def test_long_recording_offsets():
+    clips = corpus.test_sets(seed=3, n=1, long_seconds=8)["long"][:3]
+    audio = [np.full(16000, 0.1, dtype=np.float32), np.full(8000, 0.2, dtype=np.float32),
+             np.full(4000, 0.3, dtype=np.float32)]
+    recording, rows = corpus.long_recording(clips, audio, min_seconds=1.5)
+    for row, a in zip(rows, audio):
+        start, end = round(row["start"] * 16000), round(row["end"] * 16000)
+        assert end - start == len(a) and np.all(recording[start:end] == a[0])
+    assert rows[0]["start"] == 0 and all(0.3 <= b["start"] - a["end"] <= 1.5 for a, b in zip(rows, rows[1:]))
+    with pytest.raises(ValueError, match="shorter"):
+        corpus.long_recording(clips, audio, min_seconds=100)
+
+
+def test_time_aligned_wer_counts_misplaced_words():
+    from parakeet_executorch.training.evaluate import heldout_hits, time_aligned_wer
+
+    rows = [{"text": "a b", "start": 0.0, "end": 1.0}, {"text": "c d", "start": 2.0, "end": 3.0}]
+    assert time_aligned_wer(rows, [("a", 0.1), ("b", 0.6), ("c", 2.1), ("d", 2.5)]) == 0.0
+    # "c" said at 2.1 s but stamped at 0.9 s lands in the first clip: one insertion and one deletion.
+    assert time_aligned_wer(rows, [("a", 0.1), ("b", 0.6), ("c", 0.9), ("d", 2.5)]) == 0.5
+    word = sorted(text.heldout_words())[0]
+    assert heldout_hits([f"the {word}", word], [f"the {word}", "the"]) == (1, 2)
+
+
+def test_sentences_file_is_what_the_fortunes_give(tmp_path):
+    """data/sentences.txt is reproducible from Debian's fortunes packages (fortunes, fortunes-min)."""
+    if not (text.FORTUNES_DIR / "fortunes.dat").is_file():
+        pytest.skip("Debian's fortunes package is not installed")
+    out = tmp_path / "sentences.txt"
+    text.write_sentences(text.FORTUNES_DIR, out)
+    assert out.read_text() == text.SENTENCES_FILE.read_text()
