@@ -150,9 +150,18 @@ def ordered_sum(x: torch.Tensor, length: torch.Tensor, max_length: int | None = 
     return torch.where(length.reshape(batch, 1) >= LANES, vector_path, scalar_path)
 
 
+def _not_single(divisor: torch.Tensor, dividend: torch.Tensor) -> torch.Tensor:
+    """``divisor`` broadcast to ``dividend``'s shape, as a tensor of its own: ExecuTorch's optimized ``div`` turns a
+    one-element divisor into a multiplication by its reciprocal, which is not the IEEE quotient NeMo computes (with
+    batch 1 the frame count is such a divisor; one ulp off in a constant band's mean changes its every feature).
+    The values are unchanged."""
+    return divisor.expand(dividend.shape).clone()
+
+
 def normalize_per_feature(x, seq_len, max_frames: int | None = None):
     """NeMo's ``features.normalize_batch(x, seq_len, "per_feature")``, line for line, with its two float sums in
-    PyTorch's order over NeMo's unpadded row length (see the module docstring). Returns (normalized, mean, std)."""
+    PyTorch's order over NeMo's unpadded row length (see the module docstring), and its divisions by the frame
+    count as elementwise divisions (:func:`_not_single`). Returns (normalized, mean, std)."""
     from nemo.collections.asr.parts.preprocessing import features
 
     batch_size = x.shape[0]
@@ -164,12 +173,12 @@ def normalize_per_feature(x, seq_len, max_frames: int | None = None):
     row_length = torch.clamp(seq_len + 1, max=max_time)
     x_mean_numerator = ordered_sum(torch.where(valid_mask.unsqueeze(1), x, 0.0), row_length, max_frames)
     x_mean_denominator = valid_mask.sum(axis=1)
-    x_mean = x_mean_numerator / x_mean_denominator.unsqueeze(1)
+    x_mean = x_mean_numerator / _not_single(x_mean_denominator.unsqueeze(1), x_mean_numerator)
 
     # Subtract 1 in the denominator to correct for the bias.
     x_std = torch.sqrt(
         ordered_sum(torch.where(valid_mask.unsqueeze(1), x - x_mean.unsqueeze(2), 0.0) ** 2, row_length, max_frames)
-        / (x_mean_denominator.unsqueeze(1) - 1.0)
+        / _not_single(x_mean_denominator.unsqueeze(1) - 1.0, x_mean)
     )
     x_std = x_std.masked_fill(x_std.isnan(), 0.0)  # edge case: only 1 frame in denominator
     # make sure x_std is not zero
@@ -198,3 +207,25 @@ def torch_order_normalization(max_frames: int | None = None):
 
     with mock.patch.object(features, "normalize_batch", replacement):
         yield
+
+
+def square_as_product(ep) -> int:
+    """In an ATen-level ExportedProgram, rewrite ``pow(x, 2)`` as ``x * x``, in place; returns how many.
+
+    That is the arithmetic PyTorch's CPU kernel performs for an exponent of 2 (``pow_tensor_scalar_optimized_kernel``
+    in ``aten/src/ATen/native/cpu/PowKernel.cpp``: ``base * base``, one correctly rounded product), while
+    ExecuTorch's ``pow.Tensor_Scalar`` calls ``std::pow``, which is off by an ulp for about 1 value in 1200. NeMo's
+    featurizer squares three times (the STFT's real and imaginary parts, the magnitude to power, and the deviations
+    in the per-feature variance)."""
+    pow_scalar = torch.ops.aten.pow.Tensor_Scalar
+    graph = ep.graph_module.graph
+    count = 0
+    for node in graph.nodes:
+        if node.op == "call_function" and node.target == pow_scalar and node.args[1] == 2:
+            base = node.args[0]
+            node.target = torch.ops.aten.mul.Tensor
+            node.args = (base, base)
+            count += 1
+    if count:
+        ep.graph_module.recompile()
+    return count

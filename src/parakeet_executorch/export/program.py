@@ -11,7 +11,7 @@ from torch.export import Dim, ExportedProgram, export
 
 from .load import ModelMetadata
 from .methods import DecoderStepMethod, EncoderMethod, JointMethod, PreprocessorMethod
-from .preprocessor_rewrites import torch_order_normalization
+from .preprocessor_rewrites import square_as_product, torch_order_normalization
 from .xnnpack_rewrites import xnnpack_friendly_encoder
 
 
@@ -58,6 +58,7 @@ def export_methods(nemo_model, meta: ModelMetadata, dtype: torch.dtype = torch.f
             programs["preprocessor"] = export(
                 pre, (audio, torch.tensor([max_samples], dtype=torch.int64)),
                 dynamic_shapes={"audio": {0: hop * frames}, "length": {}}, strict=False)
+        square_as_product(programs["preprocessor"])
         features, feature_length = pre(audio, torch.tensor([max_samples], dtype=torch.int64))
 
     # The relative-position table must cover the longest input before tracing, or the encoder would try to
