@@ -36,6 +36,7 @@ from contextlib import contextmanager
 from unittest import mock
 
 import torch
+import torch.nn.functional as F
 
 LANES = 8  # at::vec::Vectorized<float>::size() in PyTorch's sum kernel
 ILP = 4  # interleaved accumulators of row_sum (ilp_factor)
@@ -66,8 +67,9 @@ def _pad_dim_to(x: torch.Tensor, dim: int, multiple: int) -> torch.Tensor:
     return torch.cat([x, x.new_zeros(shape)], dim=dim)
 
 
-def _cascade(items: torch.Tensor, dim: int) -> torch.Tensor:
-    """``multi_row_sum``'s cascade over ``dim`` (static size; items past the row's end are zero).
+def _upper_levels(block_sums: torch.Tensor, dim: int) -> torch.Tensor:
+    """The rest of ``multi_row_sum``'s cascade, from the sums of its first-level blocks along ``dim`` (static size;
+    blocks past the row's end are zero).
 
     The kernel adds items into level 0 in blocks of ``BLOCK``; after each block it adds level 0 into level 1 and,
     at every ``BLOCK``-th block, level 1 into level 2, and so on, with level 3 accumulating without reset; it ends
@@ -75,14 +77,13 @@ def _cascade(items: torch.Tensor, dim: int) -> torch.Tensor:
     those, each left to right, and the level-3 sums left to right: the partial block, group and supergroup at the
     end are then one add each into their level, as in the kernel's final step, and the zero items after the row's
     end add nothing."""
-    x = items
-    for _ in range(LEVELS - 1):
+    x = block_sums
+    for _ in range(LEVELS - 2):
+        if x.shape[dim] <= BLOCK:  # a single group at this level: the levels above add it to zero
+            return _sum_dim_in_order(x, dim)
         x = _pad_dim_to(x, dim, BLOCK)
         shape = list(x.shape)
-        x = x.reshape(shape[:dim] + [shape[dim] // BLOCK, BLOCK] + shape[dim + 1:])
-        x = _sum_dim_in_order(x, dim + 1)
-        if x.shape[dim] <= BLOCK:  # a single block at the next level: the remaining levels add it to zero
-            return _sum_dim_in_order(x, dim)
+        x = _sum_dim_in_order(x.reshape(shape[:dim] + [shape[dim] // BLOCK, BLOCK] + shape[dim + 1:]), dim + 1)
     return _sum_dim_in_order(x, dim)
 
 
@@ -91,7 +92,7 @@ def ordered_sum(x: torch.Tensor, length: torch.Tensor, max_length: int | None = 
     ``length[b]`` float32 values (``vectorized_inner_sum`` from ``LANES`` values on, ``scalar_inner_sum`` below).
 
     Args:
-        x: float32 [B, F, T]; values at and past ``length`` are ignored.
+        x: float32 [B, F, T] (T may be dynamic); values at and past ``length`` are ignored.
         length: int64 [B], each in 0 .. T.
         max_length: static upper bound of T (the traced maximum when T is dynamic); default T.
     Returns:
@@ -102,38 +103,46 @@ def ordered_sum(x: torch.Tensor, length: torch.Tensor, max_length: int | None = 
     accumulators at once), the leftover V - ILP*S vectors are added to accumulator 0, then accumulators 1..3 are
     added to it; ``final = 0 + x[LANES*V] + ... + x[n-1]``, then the LANES lanes of accumulator 0 in order.
     Rows shorter than LANES: the same with ILP scalars in place of vectors.
+
+    Work is proportional to T: the first cascade level runs on T rounded up to whole blocks; only the block sums
+    (1/512 of the values) are padded to the static maximum for the levels above.
     """
     if max_length is None:
         max_length = int(x.shape[-1])
-    group = ILP * LANES
-    items_max = max_length // LANES // ILP
-    if items_max >= (1 << 20):
+    group = ILP * LANES  # values of one cascade item (ILP vectors)
+    chunk = group * BLOCK  # values of one first-level block
+    if max_length // group >= (1 << 20):
         raise ValueError(f"rows of {max_length} values: PyTorch's cascade uses wider blocks there; not modelled")
-    items_pad = max(BLOCK, -(-items_max // BLOCK) * BLOCK)
-    padded = max(group * items_pad, max_length + LANES)
-    batch, features = x.shape[0], x.shape[1]
+    batch, features, frames = x.shape
+    blocks_max = -(-max_length // chunk) + 1
 
-    # A static-length copy of each row: zero at and past `length` (and past the dynamic T).
-    row = torch.cat([x, x.new_zeros(batch, features, padded)], dim=-1)[..., :padded]
+    # Each row zero-padded to whole blocks (at least two, so that a traced run-time count of blocks never meets
+    # a size-1 broadcast) and zeroed at and past `length`.
+    blocks = (frames + chunk - 1) // chunk + 1
+    row_length = blocks * chunk
+    row = F.pad(x, (0, row_length - frames))
     n = length.reshape(batch, 1, 1)
-    positions = torch.arange(padded, device=x.device).reshape(1, 1, padded)
-    row = torch.where(positions < n, row, 0.0)
+    row = torch.where(torch.arange(row_length, device=x.device).reshape(1, 1, row_length) < n, row, 0.0)
 
     def gather(start: torch.Tensor, count: int, end: torch.Tensor) -> list[torch.Tensor]:
         """[row[start + i] if start + i < end else 0 for i < count], each [B, F]."""
         idx = start + torch.arange(count, device=x.device).reshape(1, 1, count)
-        values = torch.gather(row, 2, idx.clamp(max=padded - 1).expand(batch, features, count))
+        values = torch.gather(row, 2, torch.clamp(idx, max=row_length - 1).expand(batch, features, count))
         return list(torch.unbind(torch.where(idx < end, values, 0.0), 2))
 
     # Vector path.
     vectors = n // LANES
     items = vectors // ILP
-    grid = row[..., : group * items_pad].reshape(batch, features, items_pad, ILP, LANES)
-    item_index = torch.arange(items_pad, device=x.device).reshape(1, 1, items_pad, 1, 1)
-    grid = torch.where(item_index < items.reshape(batch, 1, 1, 1, 1), grid, 0.0)
-    acc = _cascade(grid, 2)  # [B, F, ILP, LANES]
-    leftover_start = items * group
-    leftover = gather(leftover_start, (ILP - 1) * LANES, vectors * LANES)
+    # unfold, not reshape: the tracer cannot prove that a symbolic multiple of `chunk` splits into its factors
+    grid = row.unfold(2, chunk, chunk).reshape(batch, features, blocks, BLOCK, ILP, LANES)
+    item_index = (torch.arange(blocks, device=x.device).reshape(blocks, 1) * BLOCK
+                  + torch.arange(BLOCK, device=x.device)).reshape(1, 1, blocks, BLOCK, 1, 1)
+    grid = torch.where(item_index < items.reshape(batch, 1, 1, 1, 1, 1), grid, 0.0)
+    block_sums = _sum_dim_in_order(grid, 3)  # [B, F, blocks, ILP, LANES]
+    block_sums = torch.cat([block_sums, block_sums.new_zeros(batch, features, blocks_max, ILP, LANES)],
+                           dim=2)[:, :, :blocks_max]
+    acc = _upper_levels(block_sums, 2)  # [B, F, ILP, LANES]
+    leftover = gather(items * group, (ILP - 1) * LANES, vectors * LANES)
     leftover = torch.stack(leftover, -1).reshape(batch, features, ILP - 1, LANES)
     acc0 = _in_order([acc[..., 0, :]] + list(torch.unbind(leftover, 2)))
     acc0 = _in_order([acc0] + [acc[..., k, :] for k in range(1, ILP)])
