@@ -1,33 +1,47 @@
-"""NeMo's per-feature normalisation with its sums in the exact float32 order of PyTorch's CPU ``sum`` kernel.
+"""The preprocessor's float32 arithmetic made PyTorch's: the per-feature normalisation's sums in the order of
+PyTorch's CPU ``sum`` kernel, its divisions by the frame count as true divisions, and squares as products.
 
 Why: ``normalize_batch(..., "per_feature")`` divides each mel band's deviation from its mean by ``std + 1e-5``.
-Where a band is constant over time (digital silence: every frame's log-mel is ``log(2**-24)``; the high bands of
-DC or of quiet signals, which sit at the log guard), ``x - mean`` is only the rounding residue of the mean, and the
-normalised value is ``residue / (|residue| + 1e-5)``: anything from 0 to about +-1, decided by the last bit of one
-float32 sum. PyTorch's CPU ``sum`` is a cascade (``aten/src/ATen/native/cpu/SumKernel.cpp``: 8-lane vectors,
-4 interleaved accumulators, blocks of 16 summed level by level); ExecuTorch's kernels sum the same values in
-another order. With identical inputs to the normalisation, 3.61 s of zeros gave features up to 0.64 away from
-NeMo's (NeMo: all zero; the .pte: a constant +-0.7 in every band, which the demo model hears as "our horse"), and
-3 s of DC up to 2e-3.
+Where a band is constant over time (digital silence: every frame's log-mel is ``log(2**-24)``; the low bands of DC;
+the high bands of quiet signals, which sit at the log guard), ``x - mean`` is only the rounding residue of the mean
+and the normalised value is ``residue / (|residue| + 1e-5)``: anything from 0 to about +-1, decided by the last bit
+of one float32 sum and one division. Three departures from NeMo's float32 arithmetic mattered there:
+
+1. Sums. PyTorch's CPU ``sum`` is a cascade (``aten/src/ATen/native/cpu/SumKernel.cpp``: 8-lane vectors, 4
+   interleaved accumulators, blocks of 16 summed level by level); ExecuTorch's kernels add the same values in
+   another order. With identical inputs to the normalisation, 3.61 s of zeros came out +0.364 in every feature where
+   NeMo has -0.276 (the demo model hears "our horse" in it), 3 s of DC up to 2e-3 away.
+2. Division by a one-element tensor. ExecuTorch's optimized ``div`` multiplies by the divisor's reciprocal, which
+   is not the quotient: with batch 1 the frame count is such a divisor, and one ulp in a constant band's mean
+   changes every feature of the band (0.5 s of zeros: 0.12 off after the sums were fixed).
+3. ``pow(x, 2)``. PyTorch computes ``x * x`` (``pow_tensor_scalar_optimized_kernel``, PowKernel.cpp);
+   ExecuTorch's ``pow.Tensor_Scalar`` calls ``std::pow``, an ulp off for about 1 value in 1200.
 
 What: while ``torch.export`` traces the preprocessor, :func:`torch_order_normalization` replaces
-``features.normalize_batch`` (a module-level function of NeMo's, looked up by ``FilterbankFeatures.forward`` at call
-time; restored on exit) by a function that sends ``"per_feature"`` to
-:func:`normalize_per_feature`, which is NeMo's per-feature code line for line except that its
-two float sums are :func:`ordered_sum`: the cascade written out as elementwise float32 additions (one IEEE add per
-element, whatever kernel runs it), over the row length NeMo's own call sees. The function is the same; so is every
-rounding step, and eager results equal NeMo's bit for bit (``tests/test_preprocessor_order.py``).
+``features.normalize_batch`` (a module-level function of NeMo's that ``FilterbankFeatures.forward`` looks up at call
+time; restored on exit) by a function that sends ``"per_feature"`` to :func:`normalize_per_feature`: NeMo's code line
+for line, except that its two float sums are :func:`ordered_sum` (the cascade written out as elementwise float32
+additions: one IEEE add per element whatever kernel runs it) and its divisors are full tensors. After tracing,
+:func:`square_as_product` rewrites the graph's squares. The function is NeMo's and so is every rounding step: eager
+results equal NeMo's bit for bit (``tests/test_preprocessor_order.py``).
 
-Row length: NeMo's ``transcribe()`` featurizes the unpadded clip, whose ``1 + samples // hop`` frames are the row
-the sums run over (``seq_len`` valid frames, then one frame masked to zero). The runners pad the waveform to whole
-hops (and to the traced minimum), which adds frames past ``seq_len``; they are zero in the sums, but a longer row
-changes the cascade's grouping. :func:`normalize_per_feature` therefore sums each row over ``seq_len + 1`` frames, the
-length of NeMo's unpadded call, and the padded frames (zeros) are left out.
+Row length: NeMo's ``transcribe()`` featurizes the unpadded clip, whose ``1 + samples // hop`` frames are the row the
+sums run over (``seq_len`` valid frames, then one frame masked to zero). The runners pad the waveform to whole hops
+(and to the traced minimum), which adds frames past ``seq_len``; they are zero in the sums, but a longer row changes
+the cascade's grouping. :func:`normalize_per_feature` therefore sums each row over ``seq_len + 1`` frames, the length
+of NeMo's unpadded call, and leaves the padded frames out.
 
-Vector width: the kernel's grouping depends on ``Vectorized<float>::size()``; ``LANES`` (8) is the width PyTorch's
-sum uses on x86 at every ``ATEN_CPU_CAPABILITY`` (default, avx2, avx512: its sum kernel is not built for AVX-512)
-and on aarch64 (NEON holds a float vector as two 4-lane registers). ``tests/test_preprocessor_order.py`` checks the
-host's ``torch.sum`` against :func:`ordered_sum` on every capability the host supports.
+Vector width: the cascade's grouping depends on ``Vectorized<float>::size()`` of the build. ``LANES`` (8) is the
+width of PyTorch's x86 sum kernel at every ``ATEN_CPU_CAPABILITY`` (default, avx2 and avx512, which runs the avx2
+kernel: the sum is registered with ``REGISTER_DISPATCH``, which leaves AVX-512 out). Other builds may differ;
+``tests/test_preprocessor_order.py`` checks the host's ``torch.sum`` against :func:`ordered_sum` on every capability
+the host has.
+
+What still differs: the ops PyTorch hands to MKL on x86 (the STFT's FFT, the mel matmul, and ``sqrt`` and ``log``
+through MKL's vector math, accurate to 1 ulp but not correctly rounded) have no ExecuTorch equivalent with MKL's
+rounding; ExecuTorch's pocketfft, GEMM loop and libm round differently in the last bit. NeMo's own output moves by as
+much when MKL changes its code path (``MKL_CBWR=COMPATIBLE``: up to 1.2e-4 on low-level noise). For zeros these
+ops are exact, and the features equal NeMo's to 2 ulps (the standard deviation's sqrt).
 """
 
 from __future__ import annotations
