@@ -96,6 +96,21 @@ def test_other_wav_encodings_match_python_runner(runner, exported_xnnpack, jfk_p
         assert_same_as_python(runner, exported_xnnpack, tmp_path / name)
 
 
+@pytest.mark.slow
+def test_silence_dc_and_low_noise_match_python_runner(runner, exported_xnnpack, tmp_path):
+    """11 s of zeros, of DC and of -80 dBFS noise: the preprocessor's reordered sums and elementwise divisions
+    (export/preprocessor_rewrites.py) must give the C++ runner's kernels the Python runner's bits too, or constant
+    mel bands would normalise differently."""
+    import soundfile as sf
+
+    n = 11 * SAMPLE_RATE
+    signals = {"zeros.wav": np.zeros(n, np.float32), "dc.wav": np.full(n, 0.3, np.float32),
+               "low_noise.wav": (np.random.RandomState(n).randn(n) * 1e-4).astype(np.float32)}
+    for name, audio in signals.items():
+        sf.write(str(tmp_path / name), audio, SAMPLE_RATE, subtype="FLOAT")
+        assert_same_as_python(runner, exported_xnnpack, tmp_path / name)
+
+
 def _recipe_on(recipe: str, backends: tuple[str, ...]) -> str | None:
     from parakeet_executorch.export.recipes import COMPATIBLE_BACKENDS
 

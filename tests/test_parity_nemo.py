@@ -43,32 +43,46 @@ def test_lengths_unlike_the_export_example(transcriber_xnnpack, nemo_model, jfk_
     assert_same_transcript(ours, ref)
 
 
-def test_preprocessor_features_match_nemo(transcriber, nemo_model, jfk_audio):
-    """Within 1e-4 of NeMo's float32 features, except where float32 itself is not that precise.
+def _feature_clip(name: str, jfk_audio: np.ndarray) -> np.ndarray:
+    if name == "jfk":
+        return jfk_audio
+    t = np.arange(3 * SAMPLE_RATE) / SAMPLE_RATE
+    if name == "chirp":  # 100 Hz to 7.9 kHz in 3 s
+        return (0.5 * np.sin(2 * np.pi * (100 * t + 0.5 * (7900 - 100) / 3 * t ** 2))).astype(np.float32)
+    return np.full(len(t), 0.3, np.float32)  # "dc"
 
-    In mel band 0 of near-silent frames, the log of a tiny power amplifies FFT rounding: there NeMo's own float32
-    result is ~3e-4 away from the same module run in float64. For those values we require the .pte to be no
-    further from the float64 result than NeMo's float32 result is.
+
+@pytest.mark.parametrize("clip", ["jfk", "chirp", "dc"])
+def test_preprocessor_features_match_nemo(transcriber, nemo_model, jfk_audio, clip):
+    """As close to NeMo's float32 features as NeMo's float32 features are to the same module in float64.
+
+    The .pte's preprocessor is NeMo's featurizer with NeMo's float32 order of operations; its normalisation sums and
+    divides as PyTorch does, bit for bit (export/preprocessor_rewrites.py). What remains are the ops PyTorch hands
+    to MKL on x86 (the FFT, the mel matmul, sqrt and log), where ExecuTorch rounds differently in the last bit;
+    the per-feature normalisation magnifies a last-bit difference in a near-constant band (low bands of DC, high
+    bands at the log guard) as it magnifies NeMo's own float32 error. Measured max |pte - NeMo| against
+    max |NeMo fp32 - fp64|: jfk 2.6e-4 / 3.0e-4, chirp 1.0e-3 / 1.1e-3, DC 2.9e-4 / 4.8e-4 (before the
+    reordering: 2.6e-4, 1.0e-3, 2.0e-3); mean 9.4e-7 / 1.1e-6, 6.2e-6 / 5.5e-6, 1.4e-7 / 3.2e-6.
     """
     import copy
 
-    n = len(jfk_audio)
+    audio = _feature_clip(clip, jfk_audio)
+    n = len(audio)
     hop = transcriber.model.metadata.hop_length
     wave = torch.zeros(-(-n // hop) * hop)
-    wave[:n] = torch.from_numpy(jfk_audio)
+    wave[:n] = torch.from_numpy(audio)
     ours, ours_len = transcriber.model.preprocessor(wave, n)
-    signal, length = torch.from_numpy(jfk_audio)[None], torch.tensor([n])
+    signal, length = torch.from_numpy(audio)[None], torch.tensor([n])
     with torch.no_grad():
         ref, ref_len = nemo_model.preprocessor(input_signal=signal, length=length)
         exact, _ = copy.deepcopy(nemo_model.preprocessor.featurizer).double()(signal.double(), length)
     assert ours_len == int(ref_len)
     valid = int(ref_len)
     ours, ref, exact = ours[..., :valid].double(), ref[..., :valid].double(), exact[..., :valid]
-    diff = (ours - ref).abs()
     assert torch.isfinite(ours).all()
-    assert (diff <= 1e-4).float().mean() >= 0.999, f"{int((diff > 1e-4).sum())} of {diff.numel()} values off"
-    far = diff > 1e-4
-    assert ((ours - exact).abs()[far] <= (ref - exact).abs().max()).all()
+    error, nemo_error = (ours - ref).abs(), (ref - exact).abs()
+    assert error.max() <= nemo_error.max(), f"max {error.max():.3g} > NeMo's own {nemo_error.max():.3g}"
+    assert error.mean() <= 1.25 * nemo_error.mean(), f"mean {error.mean():.3g} vs NeMo's own {nemo_error.mean():.3g}"
 
 
 @pytest.mark.parametrize("silence", [0.1, 0.56, 2.0])

@@ -11,6 +11,7 @@ from torch.export import Dim, ExportedProgram, export
 
 from .load import ModelMetadata
 from .methods import DecoderStepMethod, EncoderMethod, JointMethod, PreprocessorMethod
+from .preprocessor_rewrites import square_as_product, torch_order_normalization
 from .xnnpack_rewrites import xnnpack_friendly_encoder
 
 
@@ -51,9 +52,13 @@ def export_methods(nemo_model, meta: ModelMetadata, dtype: torch.dtype = torch.f
         max_samples = meta.max_audio_samples
         audio = torch.randn(max_samples) * 0.1
         frames = Dim("audio_hops", min=meta.min_audio_samples // hop, max=max_samples // hop)
-        programs["preprocessor"] = export(
-            pre, (audio, torch.tensor([max_samples], dtype=torch.int64)),
-            dynamic_shapes={"audio": {0: hop * frames}, "length": {}}, strict=False)
+        # NeMo's normalisation with its sums in PyTorch's float32 order (preprocessor_rewrites.py): on constant
+        # mel bands (silence) the result is the rounding residue of those sums.
+        with torch_order_normalization(max_frames=_max_feature_frames(nemo_model.preprocessor, max_samples)):
+            programs["preprocessor"] = export(
+                pre, (audio, torch.tensor([max_samples], dtype=torch.int64)),
+                dynamic_shapes={"audio": {0: hop * frames}, "length": {}}, strict=False)
+        square_as_product(programs["preprocessor"])
         features, feature_length = pre(audio, torch.tensor([max_samples], dtype=torch.int64))
 
     # The relative-position table must cover the longest input before tracing, or the encoder would try to
@@ -79,6 +84,13 @@ def export_methods(nemo_model, meta: ModelMetadata, dtype: torch.dtype = torch.f
         frame = torch.randn(1, 1, meta.joint_hidden, dtype=dtype, device=device)
         programs["joint"] = export(joint, (frame, frame.clone()), strict=False)
     return programs
+
+
+def _max_feature_frames(preprocessor, max_samples: int) -> int:
+    """Feature frames of the longest supported waveform (the STFT's frame count, which the normaliser reduces)."""
+    featurizer = preprocessor.featurizer
+    pad = 2 * featurizer.stft_pad_amount if featurizer.stft_pad_amount is not None else featurizer.n_fft // 2 * 2
+    return 1 + (max_samples + pad - featurizer.n_fft) // featurizer.hop_length
 
 
 def _fit_relative_positions(encoder, max_feature_frames: int) -> None:
