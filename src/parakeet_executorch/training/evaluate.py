@@ -127,44 +127,14 @@ def _words_from_tokens(tokenizer, tokens: list[tuple[int, int]], frame_s: float)
 
 
 def nemo_buffered(model, audio, left_s: float, chunk_s: float, right_s: float) -> list[tuple[int, int]]:
-    """NeMo's own buffered left | chunk | right decoding of a 16 kHz waveform: [(token id, absolute frame)].
+    """NeMo's own buffered decoding of a 16 kHz waveform with context sizes in seconds (rounded to encoder frames
+    as NeMo's script rounds them): [(token id, absolute frame)] (``nemo_buffered.nemo_buffered_tokens``)."""
+    from .nemo_buffered import nemo_buffered_tokens
 
-    The model's forward on windows of at most left + chunk + right, the left context's frames dropped, and
-    NeMo's label-looping decoding computer called on each chunk with the previous call's state (as NeMo's
-    ``speech_to_text_streaming_infer_rnnt.py`` does; the same procedure as ``tests/nemo_reference.py``).
-    """
-    import numpy as np
-    import torch
-    from nemo.collections.asr.parts.utils.rnnt_utils import batched_hyps_to_hypotheses
-
-    fs = model.preprocessor.featurizer.hop_length * model.encoder.subsampling_factor
-    frame_s = fs / 16000
-    left, chunk, right = (round(s / frame_s) for s in (left_s, chunk_s, right_s))
-    computer = model.decoding.decoding.decoding_computer
-    signal = torch.from_numpy(np.ascontiguousarray(audio, dtype=np.float32)).unsqueeze(0)
-    total, window = signal.shape[1], (left + chunk + right) * fs
-    out, state, buf = [], None, torch.zeros(1, 0)
-    buf_left = buf_chunk = buf_right = 0
-    start, end = 0, min((chunk + right) * fs, total)
-    with torch.no_grad():
-        while start < total:
-            buf = torch.cat([buf, signal[:, start:end]], dim=1)
-            buf_left += buf_chunk
-            buf_right += end - start
-            if end >= total:
-                buf_chunk, buf_right = buf_right, 0
-            else:
-                buf_chunk, buf_right = chunk * fs, buf_right - chunk * fs
-            extra = max(0, buf.shape[1] - window)
-            if extra:
-                buf, buf_left = buf[:, extra:], buf_left - extra
-            encoded, _ = model(input_signal=buf, input_signal_length=torch.tensor([buf.shape[1]]))
-            encoded = encoded.transpose(1, 2)[:, buf_left // fs:]
-            hyps, state = computer(x=encoded, out_len=torch.tensor([buf_chunk // fs]), prev_batched_state=state)
-            hyp = batched_hyps_to_hypotheses(hyps, batch_size=1)[0]
-            out.extend((int(i), int(t)) for i, t in zip(hyp.y_sequence.tolist(), hyp.timestamp.tolist()))
-            start, end = end, min(end + chunk * fs, total)
-    return out
+    stride = float(model.cfg.preprocessor.window_stride)
+    factor = int(model.encoder.subsampling_factor)
+    left, chunk, right = (int(s * (1.0 / stride) / factor) for s in (left_s, chunk_s, right_s))
+    return nemo_buffered_tokens(model, audio, left, chunk, right)
 
 
 def nemo_system(model_path: str, sets: dict) -> dict:
