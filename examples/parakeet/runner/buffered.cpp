@@ -12,16 +12,6 @@
 namespace parakeet {
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-std::string fixed2(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.2f", v);
-  return buf;
-}
-
 // Python's int() of a non-negative frame count. Counts past 2^40 frames (about 35,000 years of audio) are clamped
 // so that the sample arithmetic cannot overflow; the window check rejects them all the same.
 int64_t whole_frames(double frames) {
@@ -66,7 +56,7 @@ ContextSize ContextSize::from_seconds(double left, double chunk, double right, d
   const double frame_seconds = window_stride * static_cast<double>(subsampling_factor);
   if (out.chunk < 1) {
     throw ContextError("--chunk_seconds " + python_str(chunk) + " is shorter than one encoder frame (" +
-                       fixed2(frame_seconds) + " s); pass at least " + fixed2(frame_seconds));
+                       format_seconds(frame_seconds) + " s); pass at least " + format_seconds(frame_seconds));
   }
   return out;
 }
@@ -83,9 +73,9 @@ BufferedDecoder::BufferedDecoder(Transcriber& transcriber, ContextSize context, 
   const auto& meta = transcriber.metadata();
   if (window_samples_ > meta.max_audio_samples) {
     const double rate = static_cast<double>(meta.sample_rate);
-    throw ContextError("a window of " + fixed2(static_cast<double>(window_samples_) / rate) +
+    throw ContextError("a window of " + format_seconds(static_cast<double>(window_samples_) / rate) +
                        " s (left + chunk + right context) is longer than this model.pte's " +
-                       fixed2(static_cast<double>(meta.max_audio_samples) / rate) +
+                       format_seconds(static_cast<double>(meta.max_audio_samples) / rate) +
                        " s; use smaller context sizes or re-export with a larger --max-audio-seconds");
   }
 }

@@ -8,7 +8,6 @@
 #include "errors.h"
 
 namespace parakeet {
-namespace {
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -29,8 +28,6 @@ void add_timing(Timings& timings, const std::string& stage, double seconds) {
   }
   timings.emplace_back(stage, seconds);
 }
-
-}  // namespace
 
 Transcriber::Transcriber(PteModel& model, const Tokenizer& tokenizer, bool check_fingerprint,
                          const WarningSink& warn)

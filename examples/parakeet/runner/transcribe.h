@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +15,11 @@
 #include "tokenizer.h"
 
 namespace parakeet {
+
+// Seconds elapsed since t0 (stage timings).
+double seconds_since(std::chrono::steady_clock::time_point t0);
+// A duration in seconds with two decimals, as the Python runner's messages print it ("%.2f").
+std::string format_seconds(double s);
 
 using Timings = std::vector<std::pair<std::string, double>>;  // preprocess, encode, decode (seconds), in this order
 
