@@ -170,22 +170,9 @@ def transcriber_xnnpack(exported_xnnpack):
 DEMO_DIR = REPO / "src" / "parakeet_executorch" / "demo_model"
 
 
-def shipped_corpus() -> str:
-    """The corpus the shipped demo model was trained on: "grammar" (training/grammar.py, the first model, whose
-    train_log.json has no "corpus" entry) or "v2" (training/corpus.py). Tests whose material depends on it ask here,
-    so swapping in the v2 model and its log switches them over."""
-    import json
-
-    return json.loads((DEMO_DIR / "train_log.json").read_text()).get("corpus", "grammar")
-
-
-# The v2 sample: staged in demo_model/next/ until the v2 model is shipped, then moved into demo_model/.
-V2_SAMPLE_DIR = DEMO_DIR if shipped_corpus() == "v2" else DEMO_DIR / "next"
-
-
 @pytest.fixture(scope="session")
 def demo_nemo() -> Path:
-    """The shipped trained demo model (issue 7)."""
+    """The shipped trained demo model."""
     path = DEMO_DIR / "parakeet-tdt-demo.nemo"
     if not path.is_file():
         pytest.fail(f"{path} is missing from the checkout")
@@ -194,15 +181,8 @@ def demo_nemo() -> Path:
 
 @pytest.fixture(scope="session")
 def heldout_speech() -> tuple[np.ndarray, str]:
-    """About 40 s of held-out speech of the shipped model's corpus (voices and text training never used), and its
-    text: grammar sentences by held-out espeak-ng variants for the first model; test-pool sentences by held-out
-    espeak-ng variants and flite for the v2 model."""
-    if shipped_corpus() == "grammar":
-        from parakeet_executorch.training import grammar
-
-        utts = grammar.heldout_set(14, seed=77, exclude={u.text for u in grammar.training_set(12000, 0)})
-        clips = grammar.synthesize_many(utts, SAMPLE_RATE)
-        return np.concatenate(clips).astype(np.float32), " ".join(u.text for u in utts)
+    """About 40 s of held-out speech of the shipped model's corpus (voices and text training never used) and its
+    text: test-pool sentences by held-out espeak-ng variants and flite."""
     from parakeet_executorch.training import corpus
 
     chosen = corpus.test_sets(seed=77, n=14, long_seconds=1)["sentences"]

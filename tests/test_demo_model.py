@@ -1,11 +1,5 @@
-"""The shipped demo model (issue 7): its sample is held out, it transcribes the sample exactly through a .pte,
-and the training and evaluation commands run.
-
-The v2 corpus (training/corpus.py) is in place while the shipped .nemo is still the first, grammar-trained model.
-Tests marked "first model" check that model's grammar sample and skip once a v2 model and log are shipped
-(``shipped_corpus()``); delete them then. The v2 sample is checked wherever it lies (``V2_SAMPLE_DIR``:
-demo_model/next/ until the swap).
-"""
+"""The shipped demo model: its sample is held out and re-made from its recipe, it transcribes the sample exactly
+through a .pte, its card agrees with its training log, and the training and evaluation commands run."""
 
 from __future__ import annotations
 
@@ -15,63 +9,33 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import DEMO_DIR, SAMPLE_RATE, V2_SAMPLE_DIR, make_transcriber, shipped_corpus
+from conftest import DEMO_DIR, SAMPLE_RATE, make_transcriber
 
 SAMPLE_WAV = DEMO_DIR / "sample.wav"
 SAMPLE_TXT = DEMO_DIR / "sample.txt"
-FIRST_MODEL = pytest.mark.skipif(shipped_corpus() != "grammar",
-                                 reason="first model: the shipped model is no longer the grammar-trained one")
-
-
-@FIRST_MODEL
-def test_first_model_sample_is_not_in_training_data():
-    from parakeet_executorch.training import grammar
-
-    train = grammar.training_set(12000, 0)
-    sample = grammar.sample_utterance()
-    assert SAMPLE_TXT.read_text().strip() == sample.text
-    assert sample.text not in {u.text for u in train}
-    variant = sample.voice.split("+")[1]
-    assert variant in grammar.HELDOUT_VARIANTS and variant not in grammar.TRAIN_VARIANTS
-    assert sample.speed not in grammar.TRAIN_SPEEDS and sample.pitch not in grammar.TRAIN_PITCHES
-    assert all(w in grammar.vocabulary() for w in sample.text.split())
-
-
-@FIRST_MODEL
-def test_first_model_sample_is_what_espeak_says():
-    """The clip can be re-made from its settings (espeak-ng output is deterministic for a version)."""
-    import soundfile as sf
-
-    from parakeet_executorch.training import grammar
-
-    shipped, rate = sf.read(SAMPLE_WAV, dtype="float32")
-    again = grammar.synthesize(grammar.sample_utterance(), rate)
-    assert rate == SAMPLE_RATE and shipped.shape == again.shape
-    assert np.abs(shipped - np.clip(again, -1, 1)).max() < 2e-4  # PCM16 rounding
-
-
-def test_v2_sample_is_held_out():
+def test_sample_is_held_out():
     """A test-pool sentence (never in training or dev text) without held-out words, by a held-out voice."""
     from parakeet_executorch.training import corpus, text
 
     clip = corpus.sample_clip()
-    assert (V2_SAMPLE_DIR / "sample.txt").read_text().strip() == clip.text == corpus.SAMPLE_TEXT
+    assert (DEMO_DIR / "sample.txt").read_text().strip() == clip.text == corpus.SAMPLE_TEXT
     split = text.sentence_split()
     assert clip.text in split["test"] and clip.text not in split["train"] + split["dev"]
     assert not set(clip.text.split()) & text.heldout_words()
     assert clip.voice.synth == "espeak" and clip.voice.name.split("+")[1] in corpus.HELDOUT_VARIANTS
-    train = corpus.training_set(0)  # the default 24 h
+    args = json.loads((DEMO_DIR / "train_log.json").read_text())["args"]
+    train = corpus.training_set(args["seed"], hours=args["hours"], long_fraction=args["long_fraction"])
     assert all(clip.text not in c.texts for c in train)
     assert all("+" not in c.voice.name or c.voice.name.split("+")[1] in corpus.TRAIN_VARIANTS for c in train)
 
 
-def test_v2_sample_is_what_espeak_says():
-    """The v2 clip can be re-made from its recipe (espeak-ng output is deterministic for a version)."""
+def test_sample_is_what_espeak_says():
+    """The clip can be re-made from its recipe (espeak-ng output is deterministic for a version)."""
     import soundfile as sf
 
     from parakeet_executorch.training import corpus
 
-    shipped, rate = sf.read(V2_SAMPLE_DIR / "sample.wav", dtype="float32")
+    shipped, rate = sf.read(DEMO_DIR / "sample.wav", dtype="float32")
     again = corpus.synthesize_clip(corpus.sample_clip(), rate)
     assert rate == SAMPLE_RATE and shipped.shape == again.shape
     assert np.abs(shipped - np.clip(again, -1, 1)).max() < 2e-4  # PCM16 rounding
@@ -131,7 +95,7 @@ def test_training_runs_on_cpu(tmp_path):
     assert log["steps"] == 3 and log["device"] == "cpu" and np.isfinite(log["history"][-1]["loss"])
     assert log["corpus"] == "v2" and log["data"]["clips"] == 24 and log["data"]["long_clips"] == 0
     assert set(log["data"]["hours_by_synth"]) == {"espeak", "flite"}
-    assert log["sample"]["text"] == (V2_SAMPLE_DIR / "sample.txt").read_text().strip()
+    assert log["sample"]["text"] == (DEMO_DIR / "sample.txt").read_text().strip()
     assert log["synthesizers"]["espeak"].startswith("eSpeak NG") and "flite" in log["synthesizers"]["flite"]
     model = ASRModel.restore_from(str(out), map_location="cpu")
     assert model.tokenizer.vocab_size == 128 and list(model.cfg.model_defaults.tdt_durations) == [0, 1, 2, 3, 4]
@@ -161,8 +125,7 @@ def test_eval_wer_writes_a_table(tmp_path, demo_nemo):
     pte = results["results"][1]
     assert all(k in r for r in results["results"] for k in keys)
     assert pte["same_as_nemo"] == pte["clips"]  # the fp32 .pte transcribes every clip as NeMo eager does
-    if shipped_corpus() == "v2":  # the first model knows only its grammar's words: its WER here is near 100 %
-        assert all(r[k] <= 0.5 for r in results["results"] for k in keys)
+    assert all(r[k] <= 0.5 for r in results["results"] for k in keys)
     assert "| pte | none | portable |" in (tmp_path / "results.md").read_text()
 
 

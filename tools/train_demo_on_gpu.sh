@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 RUN=${RUN:-/tmp/demo-train}
 WAIT_S=${WAIT_S:-540}  # seconds since this call began (the setup counts), under the 600 s limit
 OUT=${OUT:-$RUN/out}
-TRAIN_ARGS=${TRAIN_ARGS:---hours 24 --long-fraction 0.3 --steps 200000 --max-minutes 17 --batch-size 256 \
+TRAIN_ARGS=${TRAIN_ARGS:---hours 40 --long-fraction 0.3 --steps 200000 --max-minutes 15 --batch-size 256 \
 --batch-seconds 600 --lr 2e-3 --warmup 1000 --eval-every 500 --checkpoint-every-minutes 4 --seed 0}
 NAME=parakeet-tdt-demo.nemo
 export PYTHONPATH="$RUN/site:$PWD/src" PYTHONUNBUFFERED=1 PARAKEET_TTS_PREFIX="$RUN/tts"

@@ -30,11 +30,11 @@ SIZES = {
                       vocab_size=128),
     "small": ModelSize(n_layers=6, d_model=256, n_heads=4, subsampling_channels=128, pred_hidden=320,
                        joint_hidden=320, vocab_size=1024),
-    # The first trained demo model (training/grammar.py's corpus), shipped until demo2 replaces it (< 10 MB .nemo).
-    # Its width 112 is not a multiple of 32, so group-32 recipes leave its K = 112 linears in float.
+    # The first trained demo model's size (a 352-word grammar; no longer shipped). Its width 112 is not a multiple
+    # of 32, so group-32 recipes would leave its K = 112 linears in float.
     "demo": ModelSize(n_layers=6, d_model=112, n_heads=4, subsampling_channels=64, pred_hidden=128,
                       joint_hidden=128, vocab_size=256),
-    # The v2 demo model (training/corpus.py: 5,000 words, three synthesizers, 20-40 s clips): 5.94 M parameters,
+    # The shipped demo model (training/corpus.py: 5,000 words, three synthesizers, 20-40 s clips): 5.94 M parameters,
     # a 24.3 MB .nemo. Every linear's input width (128, 256, 512, 2048) is a multiple of 128, so every recipe
     # quantizes all of them; 1024 pieces for a 5,000-word vocabulary.
     "demo2": ModelSize(n_layers=10, d_model=128, n_heads=4, subsampling_channels=128, pred_hidden=256,

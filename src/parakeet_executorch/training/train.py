@@ -3,8 +3,8 @@
 The model is NeMo's ``EncDecRNNTBPEModel`` with the ``demo2`` size of ``testing/config.py`` (FastConformer encoder
 with 8x depthwise-striding subsampling and relative-position attention, 2-layer LSTM prediction network, TDT
 joint with durations [0..4]) and a SentencePiece BPE tokenizer trained on the corpus text. The corpus comes from
-``training/corpus.py`` (espeak-ng and flite speech of a 5,000-word vocabulary, 30 % of it in 20-40 s clips;
-``--corpus grammar`` is the first demo model's 352-word grammar, ``training/grammar.py``). Synthesis runs on a
+``training/corpus.py`` (espeak-ng and flite speech of a 5,000-word vocabulary, 30 % of it in 20-40 s clips).
+Synthesis runs on a
 pool of processes, one per core. Each step runs NeMo's own modules: ``model.forward`` (preprocessor, SpecAugment,
 encoder), the prediction network, the joint, and the TDT loss: NeMo's numba loss on CUDA, or
 ``training/tdt_loss.py`` (the same value) on a CPU, where NeMo's TDT losses do not run. Batches are clips of
@@ -113,23 +113,13 @@ def _save(model, out: Path) -> None:
 
 
 def _make_data(args, log: dict) -> dict:
-    """Synthesize the training and dev sets of ``args.corpus``; fills ``log`` with versions and data statistics.
+    """Synthesize the training and dev sets of ``training/corpus.py``; fills ``log`` with versions and data
+    statistics.
 
     Returns:
-        ``train_texts``, ``audio`` (int16 for v2, float32 for the grammar), ``dev_texts``, ``dev_audio`` and
-        ``sample`` ((text, audio) of the shipped sample's recipe, or None for the grammar corpus).
+        ``train_texts``, ``audio`` (int16 arrays, 16 kHz), ``dev_texts``, ``dev_audio`` (float32) and ``sample``
+        ((text, audio) of the shipped sample's recipe).
     """
-    if args.corpus == "grammar":
-        from . import grammar
-
-        log["espeak"] = grammar.espeak_version()
-        utts = grammar.training_set(args.utterances or 12000, args.seed)
-        dev = grammar.heldout_set(args.dev_utterances, args.seed + 1, {u.text for u in utts})
-        audio = grammar.synthesize_many(utts, workers=args.workers)
-        log["train_hours"] = sum(len(a) for a in audio) / 16000 / 3600
-        return {"train_texts": [u.text for u in utts], "audio": audio, "dev_texts": [u.text for u in dev],
-                "dev_audio": grammar.synthesize_many(dev, workers=args.workers), "sample": None}
-
     from collections import Counter
 
     from . import corpus, text
@@ -173,7 +163,7 @@ def train(args) -> dict:
     torch.backends.cudnn.allow_tf32 = True
     rng = random.Random(args.seed)
     log = {"args": dict(vars(args)), "seed": args.seed, "size": args.size, "device": str(device),
-           "corpus": args.corpus, "torch": torch.__version__, "history": []}
+           "corpus": "v2", "torch": torch.__version__, "history": []}
     if device.type == "cuda":
         log["gpu"] = torch.cuda.get_device_name(device)
 
@@ -306,17 +296,15 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="parakeet-train-demo", description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True, help="output .nemo path")
     p.add_argument("--size", default="demo2", choices=sorted(SIZES), help="model size (testing/config.py)")
-    p.add_argument("--corpus", default="v2", choices=("v2", "grammar"),
-                   help="v2: training/corpus.py (default); grammar: the first demo model's (training/grammar.py)")
     p.add_argument("--device", default="cuda", help="cuda (NeMo's numba TDT loss) or cpu (training/tdt_loss.py)")
     p.add_argument("--loss", default="nemo", choices=("nemo", "pytorch"),
                    help="on CUDA: NeMo's numba TDT loss (default) or this package's; a CPU always uses ours")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--hours", type=float, default=24.0, help="v2: hours of training audio to synthesize (estimated)")
+    p.add_argument("--hours", type=float, default=40.0, help="hours of training audio to synthesize (estimated)")
     p.add_argument("--utterances", type=int, default=None,
-                   help="training clips to synthesize instead of --hours (grammar corpus: default 12000)")
+                   help="training clips to synthesize instead of --hours")
     p.add_argument("--long-fraction", type=float, default=0.3,
-                   help="v2: share of the training audio in 20-40 s clips of several segments with pauses")
+                   help="share of the training audio in 20-40 s clips of several segments with pauses")
     p.add_argument("--workers", type=int, default=None, help="synthesis processes (default: one per core)")
     p.add_argument("--dev-utterances", type=int, default=200, help="held-out-voice clips for the dev WER")
     p.add_argument("--vocab-size", type=int, default=None, help="SentencePiece BPE pieces (default: the size's)")
