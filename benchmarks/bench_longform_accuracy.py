@@ -14,6 +14,10 @@ For each context it reports:
 
 One .pte (fp32 XNNPACK, ``--max-audio-seconds`` 60, as the CLI's default) serves every context. Writes
 results.json and results.md in --out.
+
+``--one-voice VOICE`` builds the recording instead from the test sentences of set (b), every one spoken by one
+voice (``synth:name``, e.g. ``espeak:en-us+m6``) with 0.3-1.5 s pauses: the voice changes every clip in set (d),
+and this separates what the length costs from what the changes of voice cost.
 """
 
 from __future__ import annotations
@@ -53,12 +57,50 @@ def _assign(rows: list[dict], words: list[tuple[str, float]]) -> list[list[tuple
     return per_clip
 
 
+def _one_voice_recording(out: Path, rows: list[dict], voice: str, minutes: float) -> tuple[str, list[dict]]:
+    """Set (b)'s sentences (repeated if needed) spoken by one voice and joined with 0.3-1.5 s pauses into a WAV of
+    at least ``minutes``; returns its path and rows (``path``, ``text``, ``start``, ``end``) like set (d)'s."""
+    import random
+
+    import numpy as np
+    import soundfile as sf
+
+    from parakeet_executorch.training.synth import Voice, synthesize
+
+    synth, name = voice.split(":", 1)
+    v = Voice(synth, name)
+    folder = out / f"one-voice-{synth}-{name.replace('+', '_')}"
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(0)
+    parts, spans, pos = [], [], 0
+    i = 0
+    while pos < minutes * 60 * 16000:
+        text = rows[i % len(rows)]["text"]
+        clip = synthesize(text, v)
+        path = folder / f"{i:04d}.wav"
+        sf.write(path, clip, 16000, subtype="PCM_16")
+        clip = sf.read(path, dtype="float32")[0]
+        if parts:
+            pause = np.zeros(int(rng.uniform(0.3, 1.5) * 16000), dtype=np.float32)
+            parts.append(pause)
+            pos += len(pause)
+        spans.append({"path": str(path), "text": text, "start": pos / 16000, "end": (pos + len(clip)) / 16000})
+        parts.append(clip)
+        pos += len(clip)
+        i += 1
+    long_path = folder / "long.wav"
+    sf.write(long_path, np.concatenate(parts), 16000, subtype="PCM_16")
+    return str(long_path), spans
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default=str(files("parakeet_executorch") / "demo_model" / "parakeet-tdt-demo.nemo"))
     p.add_argument("--out", required=True, type=Path)
-    p.add_argument("--testsets", type=Path, help="a parakeet-eval-wer --out folder whose test sets to reuse")
+    p.add_argument("--testsets", type=Path, help="a parakeet-eval-wer --out folder whose test sets (its testsets/) to reuse")
     p.add_argument("--pte", type=Path, help="an exported folder (model.pte, tokenizer.model) instead of exporting")
+    p.add_argument("--one-voice", metavar="SYNTH:NAME", help="the recording from set (b)'s sentences by this voice")
+    p.add_argument("--minutes", type=float, default=10.0, help="--one-voice: least length of the recording")
     args = p.parse_args(argv)
 
     from parakeet_executorch.audio import load_audio
@@ -69,8 +111,10 @@ def main(argv: list[str] | None = None) -> int:
     from parakeet_executorch.training.evaluate import make_test_sets, word_error_rate
 
     args.out.mkdir(parents=True, exist_ok=True)
-    sets = make_test_sets(args.testsets or args.out, n=200, seed=2026, long_seconds=600.0)
+    sets = make_test_sets((args.testsets or args.out) / "testsets", n=200, seed=2026, long_seconds=600.0)
     rows = sets["long"]
+    if args.one_voice:
+        sets["long_path"], rows = _one_voice_recording(args.out, sets["sentences"], args.one_voice, args.minutes)
     pte_dir = args.pte
     if pte_dir is None:
         from parakeet_executorch.export.cli import main as export_main
@@ -90,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     alone = [transcriber.transcribe(load_audio(r["path"], rate)) for r in rows]
     alone_words = [[(w.text, w.start) for w in t.words] for t in alone]
     wer_clips = word_error_rate(refs, [t.text for t in alone])
-    results = {"model": args.model, "recording_s": round(recording_s, 1), "clips": len(rows),
+    results = {"model": args.model, "recording": args.one_voice or "set (d)", "recording_s": round(recording_s, 1), "clips": len(rows),
                "frame_s": frame_s, "wer_clips": wer_clips, "contexts": []}
     print(f"{len(rows)} clips, {recording_s / 60:.1f} min; clip by clip: WER {100 * wer_clips:.2f} %", flush=True)
     for left, chunk, right in CONTEXTS:
@@ -115,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
               f"aligned {100 * wer_aligned:.2f} %, {len(deltas)} words timed: within one frame "
               f"{100 * rec['within_one_frame']:.1f} %, max {rec['dt_max_s']:.3f} s, RTFx {rec['rtfx']:.0f}", flush=True)
     (args.out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
-    lines = [f"Long recording: {len(rows)} held-out clips, {recording_s / 60:.1f} min; clip by clip WER "
+    lines = [f"Long recording ({results['recording']}): {len(rows)} held-out clips, {recording_s / 60:.1f} min; clip by clip WER "
              f"{100 * wer_clips:.2f} %. Encoder frame {1000 * frame_s:.0f} ms.", "",
              "| left \\| chunk \\| right (s) | WER one file | vs clip by clip | time-aligned WER | words timed | "
              "within 1 frame | median / p95 / max \\|Δt\\| (ms) | monotonic |",
