@@ -197,3 +197,24 @@ def test_sentences_file_is_what_the_fortunes_give(tmp_path):
     out = tmp_path / "sentences.txt"
     text.write_sentences(text.FORTUNES_DIR, out)
     assert out.read_text() == text.SENTENCES_FILE.read_text()
+
+
+def test_mixed_voice_long_clips():
+    """At fraction 0 no clip changes voice (test_demo_model checks the shipped model's clip counts against its
+    log); above 0 some long clips change voice between segments, and they synthesize with each segment's voice."""
+    from parakeet_executorch.training import corpus
+
+    before = corpus.training_set(3, hours=0.5)
+    assert corpus.training_set(3, hours=0.5, mixed_voice_fraction=0.0) == before
+    assert not any(c.voices for c in before)
+    mixed = [c for c in corpus.training_set(3, hours=0.5, mixed_voice_fraction=1.0) if c.voices]
+    assert mixed and all(len(c.voices) == len(c.texts) > 1 for c in mixed)
+    assert all(len({v for v in c.voices}) > 1 for c in mixed)
+    clip = min(mixed, key=lambda c: len(c.text))
+    two = corpus.Clip(clip.texts[:2], clip.voices[0], seed=5, kinds=clip.kinds[:2], voices=clip.voices[:2])
+    one = corpus.Clip(clip.texts[:2], clip.voices[0], seed=5, kinds=clip.kinds[:2])
+    a, b = corpus.synthesize_clip(two), corpus.synthesize_clip(one)
+    assert a.dtype == np.float32
+    assert a.shape != b.shape or not np.allclose(a, b)
+    with pytest.raises(ValueError):
+        corpus.training_set(3, hours=0.5, mixed_voice_fraction=1.5)

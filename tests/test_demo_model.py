@@ -14,7 +14,9 @@ from conftest import DEMO_DIR, SAMPLE_RATE, make_transcriber
 SAMPLE_WAV = DEMO_DIR / "sample.wav"
 SAMPLE_TXT = DEMO_DIR / "sample.txt"
 def test_sample_is_held_out():
-    """A test-pool sentence (never in training or dev text) without held-out words, by a held-out voice."""
+    """A test-pool sentence (never in training or dev text) without held-out words, by a held-out voice; the
+    training sets of both training runs (base and fine-tune), rebuilt from their logs' arguments, have the logged
+    clip counts and never use the sample's text or a held-out voice."""
     from parakeet_executorch.training import corpus, text
 
     clip = corpus.sample_clip()
@@ -23,10 +25,17 @@ def test_sample_is_held_out():
     assert clip.text in split["test"] and clip.text not in split["train"] + split["dev"]
     assert not set(clip.text.split()) & text.heldout_words()
     assert clip.voice.synth == "espeak" and clip.voice.name.split("+")[1] in corpus.HELDOUT_VARIANTS
-    args = json.loads((DEMO_DIR / "train_log.json").read_text())["args"]
-    train = corpus.training_set(args["seed"], hours=args["hours"], long_fraction=args["long_fraction"])
-    assert all(clip.text not in c.texts for c in train)
-    assert all("+" not in c.voice.name or c.voice.name.split("+")[1] in corpus.TRAIN_VARIANTS for c in train)
+    for log_name in ("base_train_log.json", "train_log.json"):
+        log = json.loads((DEMO_DIR / log_name).read_text())
+        args = log["args"]
+        train = corpus.training_set(args["seed"], hours=args["hours"], long_fraction=args["long_fraction"],
+                                    mixed_voice_fraction=args.get("mixed_voice_fraction", 0.0))
+        assert len(train) == log["data"]["clips"], log_name
+        assert sum(len(c.texts) for c in train) == log["data"]["segments"], log_name
+        assert all(clip.text not in c.texts for c in train)
+        voices = [c.segment_voice(i) for c in train for i in range(len(c.texts))]
+        assert all("+" not in v.name or v.name.split("+")[1] in corpus.TRAIN_VARIANTS for v in voices)
+        assert {v.synth for v in voices} == {"espeak", "flite"}
 
 
 def test_sample_is_what_espeak_says():
@@ -42,9 +51,11 @@ def test_sample_is_what_espeak_says():
 
 
 def test_model_card_figures_match_the_training_log():
-    log = json.loads((DEMO_DIR / "train_log.json").read_text())
     card = (DEMO_DIR / "MODEL_CARD.md").read_text()
-    assert f"{log['steps']} steps" in card and f"{log['parameters']:,}" in card
+    for log_name in ("base_train_log.json", "train_log.json"):
+        log = json.loads((DEMO_DIR / log_name).read_text())
+        assert f"{log['steps']} steps" in card and f"{log['parameters']:,}" in card
+    log = json.loads((DEMO_DIR / "train_log.json").read_text())
     assert (DEMO_DIR / "parakeet-tdt-demo.nemo").stat().st_size == log["nemo_bytes"] <= 25_000_000
 
 

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/../.."
 
 bash .ci/scripts/lint.sh
 set +e
-python3 -m pytest tests "$@"
+python3 -m pytest tests --durations=30 "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then

@@ -10,8 +10,10 @@ Training mix (``training_set``, seed 0 by default):
 - Segments: half random sequences of 2-16 training words, half training sentences.
 - Voices: half espeak-ng (7 English accents x 9 variants, 122-201 words/min, pitch 25-75, word gap 0-30 ms), half
   flite (kal, kal16, awb, rms, slt; speed x0.75-1.3; f0 mean x0.8-1.25 of the voice's own, or its default).
-- Length: ``long_fraction`` of the hours (default 0.3) are long clips of 20-40 s: segments by one voice with
-  pauses of 0.15-1.2 s; the rest are single segments (about 1-7 s).
+- Length: ``long_fraction`` of the hours (default 0.3) are long clips of 20-40 s: segments with pauses of
+  0.15-1.2 s; the rest are single segments (about 1-7 s). A long clip's segments share one voice, except for a
+  ``mixed_voice_fraction`` of the long clips (default 0) where each segment has its own voice and a level of its
+  own (+-6 dB), as in a conversation or in test set (d).
 - Augmentation: ``augment.py``'s recipe on every clip.
 
 Held-out material (never in training):
@@ -59,7 +61,8 @@ SAMPLE_TEXT = "if you wait long enough it will go away"
 
 @dataclass(frozen=True)
 class Clip:
-    """Text segments spoken one after another by ``voice``, joined by seeded pauses, optionally augmented."""
+    """Text segments spoken one after another by ``voice`` (or by ``voices``, one per segment, when given),
+    joined by seeded pauses, optionally augmented."""
 
     texts: tuple[str, ...]
     voice: Voice
@@ -67,6 +70,11 @@ class Clip:
     augment: bool = False
     kinds: tuple[str, ...] = ()  # "sequence" or "sentence" per segment
     pause_range: tuple[float, float] = PAUSE_SECONDS
+    voices: tuple[Voice, ...] = ()  # one per segment; empty: all by ``voice``
+
+    def segment_voice(self, i: int) -> Voice:
+        """The voice of segment ``i``."""
+        return self.voices[i] if self.voices else self.voice
 
     @property
     def text(self) -> str:
@@ -74,8 +82,11 @@ class Clip:
         return " ".join(self.texts)
 
     def describe(self) -> dict:
-        return {"text": self.text, "segments": len(self.texts), "voice": asdict(self.voice), "seed": self.seed,
-                "augment": self.augment}
+        out = {"text": self.text, "segments": len(self.texts), "voice": asdict(self.voice), "seed": self.seed,
+               "augment": self.augment}
+        if self.voices:
+            out["voices"] = [asdict(v) for v in self.voices]
+        return out
 
 
 def _estimate_s(segment: str, kind: str, voice: Voice) -> float:
@@ -113,19 +124,22 @@ def _train_segment(rng: random.Random) -> tuple[str, str]:
 
 
 def training_set(seed: int = 0, hours: float | None = 24.0, clips: int | None = None,
-                 long_fraction: float = 0.3) -> list[Clip]:
+                 long_fraction: float = 0.3, mixed_voice_fraction: float = 0.0) -> list[Clip]:
     """The training clips: ``clips`` of them, or else clips until the estimated audio reaches ``hours``.
 
     Args:
         long_fraction: share of the (estimated) audio time in 20-40 s clips; each new clip is long while the long
             clips' share is below it.
+        mixed_voice_fraction: share of the long clips whose segments each have their own training voice. At 0 the
+            random draws are those of earlier versions, so a seed gives the same clips as before.
     Raises:
-        ValueError: neither ``hours`` nor ``clips``, or ``long_fraction`` outside [0, 1].
+        ValueError: neither ``hours`` nor ``clips``, or a fraction outside [0, 1].
     """
     if clips is None and hours is None:
         raise ValueError("give hours or clips")
-    if not 0.0 <= long_fraction <= 1.0:
-        raise ValueError(f"long_fraction must be in [0, 1], got {long_fraction}")
+    for name, value in (("long_fraction", long_fraction), ("mixed_voice_fraction", mixed_voice_fraction)):
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{name} must be in [0, 1], got {value}")
     rng = random.Random(seed)
     out: list[Clip] = []
     total_s = long_s = 0.0
@@ -133,13 +147,16 @@ def training_set(seed: int = 0, hours: float | None = 24.0, clips: int | None = 
         voice = _train_voice(rng)
         long = long_fraction > 0 and long_s <= long_fraction * total_s
         target = rng.uniform(*LONG_SECONDS) if long else 0.0
-        segments, kinds, est = [], [], 0.0
+        mixed = long and mixed_voice_fraction > 0 and rng.random() < mixed_voice_fraction
+        segments, kinds, voices, est = [], [], [], 0.0
         while not segments or est < target:
             seg, kind = _train_segment(rng)
             segments.append(seg)
             kinds.append(kind)
-            est += _estimate_s(seg, kind, voice) + (sum(PAUSE_SECONDS) / 2 if len(segments) > 1 else 0)
-        out.append(Clip(tuple(segments), voice, seed=rng.getrandbits(32), augment=True, kinds=tuple(kinds)))
+            voices.append(voice if not mixed or len(segments) == 1 else _train_voice(rng))
+            est += _estimate_s(seg, kind, voices[-1]) + (sum(PAUSE_SECONDS) / 2 if len(segments) > 1 else 0)
+        out.append(Clip(tuple(segments), voice, seed=rng.getrandbits(32), augment=True, kinds=tuple(kinds),
+                        voices=tuple(voices) if mixed else ()))
         total_s += est
         long_s += est if long else 0.0
     return out
@@ -212,8 +229,9 @@ def sample_clip() -> Clip:
 
 
 def synthesize_clip(clip: Clip, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
-    """One clip's float32 audio: its segments spoken by its voice, joined by pauses drawn from its seed, then
-    augmented when ``clip.augment`` (``augment.py``). Raises ``SynthError``."""
+    """One clip's float32 audio: its segments spoken by its voice (or voices, each at a level of its own drawn
+    uniformly in +-6 dB), joined by pauses drawn from its seed, then augmented when ``clip.augment``
+    (``augment.py``). Raises ``SynthError``."""
     from .augment import augment
 
     gen = np.random.default_rng(clip.seed)
@@ -221,7 +239,10 @@ def synthesize_clip(clip: Clip, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
     for i, segment in enumerate(clip.texts):
         if i:
             parts.append(np.zeros(int(gen.uniform(*clip.pause_range) * sample_rate), dtype=np.float32))
-        parts.append(synthesize(segment, clip.voice, sample_rate))
+        audio = synthesize(segment, clip.segment_voice(i), sample_rate)
+        if clip.voices:
+            audio = audio * np.float32(10.0 ** (gen.uniform(-6.0, 6.0) / 20.0))
+        parts.append(audio)
     audio = np.concatenate(parts) if len(parts) > 1 else parts[0]
     if clip.augment:
         audio, _ = augment(audio, gen, sample_rate)

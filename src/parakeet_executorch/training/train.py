@@ -125,7 +125,8 @@ def _make_data(args, log: dict) -> dict:
     from . import corpus, text
 
     log["synthesizers"] = corpus.versions(["espeak", "flite"])
-    clips = corpus.training_set(args.seed, hours=args.hours, clips=args.utterances, long_fraction=args.long_fraction)
+    clips = corpus.training_set(args.seed, hours=args.hours, clips=args.utterances, long_fraction=args.long_fraction,
+                                mixed_voice_fraction=args.mixed_voice_fraction)
     dev = corpus.dev_set(args.dev_utterances, args.seed + 1)
     print(f"synthesizing {len(clips)} training clips on {args.workers or 'all'} cores ...", flush=True)
     audio = corpus.synthesize_many(clips, workers=args.workers, as_int16=True, progress=True)
@@ -140,7 +141,7 @@ def _make_data(args, log: dict) -> dict:
     log["data"] = {
         "clips": len(clips), "segments": sum(len(c.texts) for c in clips),
         "words": sum(len(c.text.split()) for c in clips),
-        "long_clips": len(long), "long_hours": sum(long) / 3600, "longest_s": round(max(seconds), 1),
+        "long_clips": len(long), "mixed_voice_clips": sum(bool(c.voices) for c in clips), "long_hours": sum(long) / 3600, "longest_s": round(max(seconds), 1),
         "hours_by_synth": {k: round(v, 3) for k, v in sorted(hours_by.items())},
         "vocabulary": len(text.vocabulary()), "heldout_words": len(text.heldout_words()),
         "sentences": {k: len(v) for k, v in text.sentence_split().items()},
@@ -305,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="training clips to synthesize instead of --hours")
     p.add_argument("--long-fraction", type=float, default=0.3,
                    help="share of the training audio in 20-40 s clips of several segments with pauses")
+    p.add_argument("--mixed-voice-fraction", type=float, default=0.0,
+                   help="share of the long clips whose segments each have their own voice and level")
     p.add_argument("--workers", type=int, default=None, help="synthesis processes (default: one per core)")
     p.add_argument("--dev-utterances", type=int, default=200, help="held-out-voice clips for the dev WER")
     p.add_argument("--vocab-size", type=int, default=None, help="SentencePiece BPE pieces (default: the size's)")
@@ -331,6 +334,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--steps, --utterances and --batch-size must be positive")
     if args.hours <= 0 or not 0 <= args.long_fraction <= 1 or args.batch_seconds < 0:
         p.error("--hours must be positive, --long-fraction in [0, 1] and --batch-seconds >= 0")
+    if not 0 <= args.mixed_voice_fraction <= 1:
+        p.error(f"--mixed-voice-fraction must be in [0, 1], got {args.mixed_voice_fraction}")
     if args.vocab_size is None:
         args.vocab_size = SIZES[args.size].vocab_size
     from .synth import SynthError
