@@ -16,6 +16,8 @@ import time
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
+from ..library_log import VERBOSE_HELP, quiet_cli
+
 DEFAULT_MIN_AUDIO_SECONDS = 0.1
 DEFAULT_MAX_AUDIO_SECONDS = 60.0
 
@@ -50,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"longest audio the .pte accepts in one call (default {DEFAULT_MAX_AUDIO_SECONDS:g} s)")
     p.add_argument("--no-lowering-shortcuts", action="store_true",
                    help="lower with executorch's stock code, without this package's shortcuts (same .pte, slower)")
+    p.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     return p
 
 
@@ -172,6 +175,7 @@ def _write_atomically(path: Path, data: bytes) -> None:
         raise
 
 
+@quiet_cli("parakeet-export")
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from .backends import BackendError
