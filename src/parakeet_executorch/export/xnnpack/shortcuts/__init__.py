@@ -39,10 +39,9 @@ from .parallel import parallel_preprocess
 from .recompiles import defer_partition_recompiles
 from .retraces import _replay_transforms, graph_fingerprint, skip_unchanged_retraces
 
-__all__ = ["EXPECTED_EXECUTORCH", "decompose_in_one_retrace", "defer_partition_recompiles", "fast_affine_metadata", "fast_merge_checks",
-           "faster_lowering", "faster_tracing", "graph_fingerprint", "parallel_preprocess",
-           "shortcuts_apply", "skip_empty_decompositions", "skip_inert_passes",
-           "skip_unchanged_retraces"]
+__all__ = ["EXPECTED_EXECUTORCH", "decompose_in_one_retrace", "defer_partition_recompiles", "fast_affine_metadata",
+           "fast_merge_checks", "faster_lowering", "faster_tracing", "graph_fingerprint", "parallel_preprocess",
+           "shortcuts_apply", "skip_empty_decompositions", "skip_inert_passes", "skip_unchanged_retraces"]
 
 # The executorch release whose lowering code the shortcuts mirror (checked at run time, see shortcuts_apply).
 EXPECTED_EXECUTORCH = "1.5.1"
