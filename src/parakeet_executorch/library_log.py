@@ -68,7 +68,8 @@ class _LibraryLog:
 
     def adopt_stream_handlers(self) -> None:
         """Point every existing logger's own handler that writes to the terminal (torch's, NeMo's) at the file."""
-        loggers = [logging.getLogger(name) for name in list(logging.Logger.manager.loggerDict)]
+        loggers = [logging.getLogger(), *(logger for logger in list(logging.Logger.manager.loggerDict.values())
+                                          if isinstance(logger, logging.Logger))]  # not PlaceHolders
         for logger in loggers:
             for handler in logger.handlers:
                 if (type(handler) is logging.StreamHandler and self._is_terminal(handler.stream)
