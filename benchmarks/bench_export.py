@@ -70,7 +70,7 @@ def host() -> str:
 
 def pte_summary(pte: Path) -> dict:
     """Delegates and non-delegated kernel calls per method, from the serialized program."""
-    from parakeet_executorch.export.xnnpack_rewrites import pte_instruction_counts
+    from parakeet_executorch.testing.xnnpack_inspect import pte_instruction_counts
 
     return pte_instruction_counts(pte.read_bytes())
 

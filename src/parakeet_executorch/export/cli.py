@@ -16,6 +16,8 @@ import time
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
+from ..library_log import VERBOSE_HELP, quiet_cli
+
 DEFAULT_MIN_AUDIO_SECONDS = 0.1
 DEFAULT_MAX_AUDIO_SECONDS = 60.0
 
@@ -48,6 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output-dir", default="parakeet_tdt_exports", help="writes model.pte and tokenizer.model here")
     p.add_argument("--max-audio-seconds", type=float, default=DEFAULT_MAX_AUDIO_SECONDS,
                    help=f"longest audio the .pte accepts in one call (default {DEFAULT_MAX_AUDIO_SECONDS:g} s)")
+    p.add_argument("--no-lowering-shortcuts", action="store_true",
+                   help="lower with executorch's stock code, without this package's shortcuts (same .pte, slower)")
+    p.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     return p
 
 
@@ -92,10 +97,11 @@ def _export_stages(args: argparse.Namespace, plan: dict[str, str], out_dir: Path
     from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge_transform_and_lower
 
     from .backends import partitioners
-    from .lowering_speedups import faster_lowering, faster_tracing
     from .load import load_nemo_model, read_metadata
     from .program import export_methods
+    from .xnnpack.shortcuts import faster_lowering, faster_tracing
 
+    shortcuts = not args.no_lowering_shortcuts
     with _stage("load"):
         model = load_nemo_model(args.model)
         meta = read_metadata(model, DEFAULT_MIN_AUDIO_SECONDS, args.max_audio_seconds)
@@ -109,7 +115,7 @@ def _export_stages(args: argparse.Namespace, plan: dict[str, str], out_dir: Path
     with _stage("export"):
         dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
         rewrites: dict = {}
-        with (faster_tracing() if args.backend == "xnnpack" else nullcontext()):
+        with (faster_tracing(shortcuts=shortcuts) if args.backend == "xnnpack" else nullcontext()):
             programs = export_methods(model, meta, dtype=dtype, device="cuda" if args.backend == "cuda" else "cpu",
                                       xnnpack_encoder=args.backend == "xnnpack", encoder_report=rewrites)
         if rewrites.get("positional_tables"):
@@ -122,12 +128,12 @@ def _export_stages(args: argparse.Namespace, plan: dict[str, str], out_dir: Path
     with _stage(f"lower ({args.backend})"):
         parts, programs = partitioners(args.backend, programs)
         # The shortcuts are checked (tests/test_lowering_speedups.py) to give a byte-identical .pte on XNNPACK.
-        with (faster_lowering(programs, parts) if args.backend == "xnnpack" else nullcontext()):
+        with (faster_lowering(programs, parts, shortcuts=shortcuts) if args.backend == "xnnpack" else nullcontext()):
             edge = to_edge_transform_and_lower(
                 programs, partitioner=parts, constant_methods=meta.constant_methods(),
                 compile_config=EdgeCompileConfig(_check_ir_validity=False))
     with _stage("to_executorch (memory planning, emit)"):
-        with (faster_tracing() if args.backend == "xnnpack" else nullcontext()):
+        with (faster_tracing(shortcuts=shortcuts) if args.backend == "xnnpack" else nullcontext()):
             program = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=True))
     with _stage("serialize"):
         pte = out_dir / "model.pte"
@@ -169,6 +175,7 @@ def _write_atomically(path: Path, data: bytes) -> None:
         raise
 
 
+@quiet_cli("parakeet-export")
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from .backends import BackendError
