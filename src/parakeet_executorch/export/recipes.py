@@ -183,28 +183,42 @@ PARTS = {"encoder": (["encoder", "joint.enc"], True),
 EMBEDDING = "decoder.prediction.embed"
 
 
-def quantize_model(model, encoder_recipe: str, decoder_recipe: str, group_size: int | None = None,
-                   qparams: str = "hqq", strict: bool = False, embedding_recipe: str = "none") -> dict:
+def quantize_parts(model, encoder_recipe: str, decoder_recipe: str, group_size: int | None = None,
+                   qparams: str = "hqq", strict: bool = False,
+                   embedding_recipe: str = "none") -> dict[str, PartReport]:
     """Quantize a NeMo TDT model in place, part by part, as ``parakeet-export`` does.
 
     Args:
+        model: the NeMo TDT model (eval mode, on CPU).
+        encoder_recipe, decoder_recipe: names of ``recipe_registry.RECIPES`` for the two parts (``PARTS``).
         group_size: None for each recipe's default (``Recipe.default_group_size``), 0 for per channel.
+        qparams: fpa4w's parameter choice, "hqq" or "minmax".
+        strict: raise instead of leaving a linear the recipe cannot take in float.
+        embedding_recipe: "none", "4w" or "8w" for the prediction network's embedding (weight-only, torchao's
+            ``IntxWeightOnlyConfig``; per channel unless ``group_size``).
     Returns:
-        ``{"parts": {part: PartReport as dict}}``.
+        part name ("encoder", "decoder", and "embedding" unless its recipe is none) -> ``PartReport``.
     Raises:
         RecipeError: with ``strict``, a layer the recipe cannot take.
     """
-    from dataclasses import asdict
-
-    report: dict = {"parts": {}}
+    reports: dict[str, PartReport] = {}
     for part, recipe in (("encoder", encoder_recipe), ("decoder", decoder_recipe)):
         prefixes, multi_row = PARTS[part]
         gs = get_recipe(recipe).default_group_size if group_size is None else group_size
-        report["parts"][part] = asdict(quantize_part(model, prefixes, recipe, gs, qparams, strict, multi_row))
+        reports[part] = quantize_part(model, prefixes, recipe, gs, qparams, strict, multi_row)
     if embedding_recipe != "none":
         gs = 0 if group_size is None else group_size
-        report["parts"]["embedding"] = asdict(quantize_embedding(model, EMBEDDING, embedding_recipe, gs))
-    return report
+        reports["embedding"] = quantize_embedding(model, EMBEDDING, embedding_recipe, gs)
+    return reports
+
+
+def quantize_model(model, encoder_recipe: str, decoder_recipe: str, group_size: int | None = None,
+                   qparams: str = "hqq", strict: bool = False, embedding_recipe: str = "none") -> dict:
+    """``quantize_parts`` with the reports as plain dicts: ``{"parts": {part: PartReport as dict}}``."""
+    from dataclasses import asdict
+
+    reports = quantize_parts(model, encoder_recipe, decoder_recipe, group_size, qparams, strict, embedding_recipe)
+    return {"parts": {part: asdict(r) for part, r in reports.items()}}
 
 
 def _nbytes(t: torch.Tensor) -> int:
