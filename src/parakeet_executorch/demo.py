@@ -39,11 +39,19 @@ def main(argv: list[str] | None = None) -> int:
     if model.endswith(".nemo") and not Path(model).is_file():
         p.error(f"model {model} not found; pass a .nemo file or a Hugging Face id")
 
-    from .export.cli import main as export_main
+    from .export.api import ExportOptions, export_pte
+    from .export.backends import BackendError
+    from .export.load import ModelLoadError
+    from .export.recipes import RecipeError
 
     export_dir = out / args.backend
-    if export_main(["--model", model, "--backend", args.backend, "--output-dir", str(export_dir)]) != 0:
+    try:
+        report = export_pte(model, ExportOptions(backend=args.backend, output_dir=export_dir),
+                            progress=lambda line: print(line, flush=True))
+    except (BackendError, ModelLoadError, RecipeError, ValueError, OSError) as exc:
+        print(f"parakeet-demo: error: {exc}", file=sys.stderr)
         return 2
+    print(f"wrote {report.pte_path} ({report.pte_bytes / 1e6:.1f} MB) and {report.tokenizer_path}")
     from .audio import AudioError
     from .runtime.cli import load_transcriber, transcribe_files
     from .runtime.formats import render
@@ -52,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # One load and one transcription, reused by both checks.
     try:
-        results = transcribe_files(load_transcriber(export_dir / "model.pte"), [str(audio)])
+        results = transcribe_files(load_transcriber(report.pte_path), [str(audio)])
     except (AudioError, TokenizerError, PteModelError) as exc:
         print(f"parakeet-demo: error: {exc}", file=sys.stderr)
         return 2
