@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -14,6 +15,9 @@ from ..decoding.timestamps import (Span, punctuation_of_vocab, segment_spans, se
                                    transcript_text, word_spans)
 from ..tokenizer import Tokenizer
 from .pte_model import PteModel, PteModelError
+
+if TYPE_CHECKING:
+    from .longform import LongFormOptions
 
 
 class AudioRangeError(PteModelError):
@@ -165,8 +169,8 @@ class Transcriber:
         text = transcript_text(self.tokenizer.decode(ids), self.punctuation)
         return Transcript(text, spans, words, segments, audio_seconds=audio_seconds, timings=dict(timings or {}))
 
-    def transcribe(self, audio: np.ndarray | str | Path, *, sample_rate: int | None = None, long_form=None,
-                   non_finite: str = "error") -> Transcript:
+    def transcribe(self, audio: np.ndarray | str | Path, *, sample_rate: int | None = None,
+                   long_form: LongFormOptions | None = None, non_finite: str = "error") -> Transcript:
         """Transcribe one waveform or one audio file, with token, word and segment timestamps (seconds).
 
         Args:
