@@ -11,8 +11,9 @@ import platform
 import torch
 from torch.export import ExportedProgram
 
+from ..pte_format import COMPUTE_METHODS
+
 BACKENDS = ("portable", "xnnpack", "metal", "cuda")
-COMPUTE_METHODS = ("encoder", "decoder_step", "joint")  # the preprocessor always runs on the portable kernels
 
 
 class BackendError(RuntimeError):

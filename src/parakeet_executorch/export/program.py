@@ -9,7 +9,7 @@ from contextlib import contextmanager, nullcontext
 import torch
 from torch.export import Dim, ExportedProgram, export
 
-from .load import ModelMetadata
+from ..pte_format import ModelMetadata
 from .methods import DecoderStepMethod, EncoderMethod, JointMethod, PreprocessorMethod
 from .preprocessor_rewrites import square_as_product, torch_order_normalization
 from .xnnpack.encoder_forwards import xnnpack_friendly_encoder
