@@ -140,10 +140,10 @@ class _Export:
         from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge_transform_and_lower
 
         from .backends import partitioners
-        from .xnnpack.shortcuts import faster_lowering, faster_tracing
         from .load import load_nemo_model, read_metadata
         from .output_dir import write_atomically
         from .program import export_methods
+        from .xnnpack.shortcuts import faster_lowering, faster_tracing
 
         opts, plan = self.options, self.options.plan
         xnnpack = opts.backend == "xnnpack"
@@ -161,7 +161,7 @@ class _Export:
         with self._stage("export"):
             dtype = torch.bfloat16 if opts.dtype == "bf16" else torch.float32
             rewrites: dict = {}
-            with (faster_tracing(shortcuts=options.lowering_shortcuts) if xnnpack else nullcontext()):
+            with (faster_tracing(shortcuts=opts.lowering_shortcuts) if xnnpack else nullcontext()):
                 programs = export_methods(model, meta, dtype=dtype, device="cuda" if opts.backend == "cuda" else "cpu",
                                           xnnpack_encoder=xnnpack, encoder_report=rewrites)
             if rewrites.get("positional_tables"):
@@ -173,12 +173,12 @@ class _Export:
         with self._stage(f"lower ({opts.backend})"):
             parts, programs = partitioners(opts.backend, programs)
             # The shortcuts are checked (tests/test_lowering_speedups.py) to give a byte-identical .pte on XNNPACK.
-            with (faster_lowering(programs, parts, shortcuts=options.lowering_shortcuts) if xnnpack else nullcontext()):
+            with (faster_lowering(programs, parts, shortcuts=opts.lowering_shortcuts) if xnnpack else nullcontext()):
                 edge = to_edge_transform_and_lower(
                     programs, partitioner=parts, constant_methods=meta.constant_methods(),
                     compile_config=EdgeCompileConfig(_check_ir_validity=False))
         with self._stage("to_executorch (memory planning, emit)"):
-            with (faster_tracing(shortcuts=options.lowering_shortcuts) if xnnpack else nullcontext()):
+            with (faster_tracing(shortcuts=opts.lowering_shortcuts) if xnnpack else nullcontext()):
                 program = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=True))
         with self._stage("serialize"):
             pte, tokenizer = self.out_dir / "model.pte", self.out_dir / "tokenizer.model"
