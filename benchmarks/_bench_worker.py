@@ -6,8 +6,10 @@ each request ``{"cmd": "run", "audio": "x.npy"}`` it transcribes once and writes
 on ``{"cmd": "exit"}`` it writes ``{"vmhwm_kb": ...}`` and exits. Kinds: ``nemo`` (NeMo eager ``transcribe()``),
 ``pte`` (this project's Python runner), ``ort`` (NeMo's ONNX export run by onnxruntime with a greedy TDT loop).
 
-One-shot steps (``prepare``, ``onnx-export``, ``onnx-quantize``) build the benchmark's inputs; the parent measures
-their wall time and peak RSS from the outside (os.wait4).
+One-shot steps (``prepare``, ``export``, ``onnx-export``, ``onnx-quantize``) build the benchmark's inputs; the
+parent measures their wall time and peak RSS from the outside (os.wait4). ``export MODEL OPTIONS_JSON`` runs
+``export_pte(MODEL, ExportOptions(**OPTIONS_JSON))``, printing its progress; ``export_step`` builds that command
+from typed ``ExportOptions``.
 
 The protocol uses a private copy of the original stdout; fd 1 is pointed at stderr so that library prints
 (NeMo, ExecuTorch) cannot corrupt it.
@@ -291,8 +293,31 @@ def onnx_quantize(src_dir: str, dst_dir: str) -> int:
     return 0
 
 
+def export_step(model: str | Path, options) -> list[str]:
+    """The command that runs ``export_pte(model, options)`` in a child process (``options``: ``ExportOptions``)."""
+    from dataclasses import asdict
+
+    fields = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(options).items()}
+    return [sys.executable, str(Path(__file__).resolve()), "export", str(model), json.dumps(fields)]
+
+
+def export(model: str, options_json: str) -> int:
+    """``export_pte`` with progress on stdout; 0, or 1 with the error on stderr."""
+    from parakeet_executorch.export.api import ExportOptions, export_pte
+
+    try:
+        report = export_pte(model, ExportOptions(**json.loads(options_json)), progress=lambda s: print(s, flush=True))
+    except Exception as exc:
+        print(f"export failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    print(f"wrote {report.pte_path} ({report.pte_bytes / 1e6:.1f} MB)", flush=True)
+    return 0
+
+
 def main(argv: list[str]) -> int:
     cmd, rest = argv[0], argv[1:]
+    if cmd == "export":
+        return export(*rest)
     if cmd == "serve":
         return serve(rest[0], rest[1:])
     if cmd == "prepare":

@@ -30,22 +30,25 @@ JFK = Path(os.environ.get("PARAKEET_SHARED_AUDIO", REPO.parent / "shared" / "aud
 
 
 def available_recipes() -> list[str]:
-    from parakeet_executorch.export.recipes import RECIPES
+    from parakeet_executorch.export.recipe_registry import recipes_on
 
-    return list(RECIPES)
+    return [r.name for r in recipes_on("xnnpack")]
 
 
 def run_export(model: str, recipe: str, out_dir: Path, log: Path) -> dict:
-    cmd = [sys.executable, "-m", "parakeet_executorch.export.cli", "--model", model, "--backend", "xnnpack",
-           "--output-dir", str(out_dir)]
-    if recipe != "none":
-        cmd += ["--quantize", recipe]
+    """Export ``recipe`` to XNNPACK in a child process (``_bench_worker.py export``, which calls ``export_pte``)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _bench_worker import export_step
+
+    from parakeet_executorch.export.api import ExportOptions
+
+    cmd = export_step(model, ExportOptions(backend="xnnpack", quantize=recipe, output_dir=out_dir))
     t0 = time.perf_counter()
     with open(log, "w") as f:
         rc = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT)
     wall = time.perf_counter() - t0
     rss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # max over children so far: run one per process
-    # parakeet-export prints "[stage ...] done in X s" per stage (load, quantize, export, lower, to_executorch, ...).
+    # export_pte's progress has "[stage ...] done in X s" per stage (load, quantize, export, lower, to_executorch, ...).
     stages = {name: float(s) for name, s in re.findall(r"^\[(\w+)[^\]]*\] done in ([0-9.]+) s", log.read_text(), re.M)}
     return {"rc": rc, "export_s": round(wall, 1), "export_peak_rss_gb": round(rss_kb / 2**20, 2), "stages_s": stages}
 
@@ -70,7 +73,7 @@ def host() -> str:
 
 def pte_summary(pte: Path) -> dict:
     """Delegates and non-delegated kernel calls per method, from the serialized program."""
-    from parakeet_executorch.export.xnnpack_rewrites import pte_instruction_counts
+    from parakeet_executorch.testing.xnnpack_inspect import pte_instruction_counts
 
     return pte_instruction_counts(pte.read_bytes())
 
@@ -194,7 +197,7 @@ def main(argv=None) -> int:
     src.add_argument("--size", choices=("tiny", "small", "full"))
     src.add_argument("--model", help="a .nemo")
     src.add_argument("--pte", help="time an existing .pte only")
-    p.add_argument("--recipes", nargs="*", default=None, help="default: every recipe parakeet-export offers")
+    p.add_argument("--recipes", nargs="*", default=None, help="default: every recipe XNNPACK runs (recipe_registry)")
     p.add_argument("--out", required=True)
     p.add_argument("--etdump", action="store_true", help="also profile the encoder with ETDump (10 s and 60 s)")
     args = p.parse_args(argv)

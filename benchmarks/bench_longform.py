@@ -35,8 +35,11 @@ REPO = HERE.parent
 WORKER = HERE / "_bench_worker.py"
 JFK = Path(os.environ.get("PARAKEET_SHARED_AUDIO", REPO.parent / "shared" / "audio")) / "jfk.wav"
 CPP_RUNNER = REPO / "cmake-out" / "examples" / "parakeet" / "parakeet_runner"
-RECIPES = {"8da4w": ("xnnpack", "8da4w"), "8da8w": ("xnnpack", "8da8w"), "fp32": ("xnnpack", "none"),
-           "fpa4w": ("xnnpack", "fpa4w")}
+sys.path.insert(0, str(REPO / "src"))
+from parakeet_executorch.export.recipe_registry import recipes_on  # noqa: E402 (light: no torch)
+
+# name -> (backend, recipe): every recipe XNNPACK runs ("fp32" for none)
+RECIPES = {("fp32" if r.name == "none" else r.name): ("xnnpack", r.name) for r in recipes_on("xnnpack")}
 WALL = re.compile(r"wall: ([0-9.]+) s")
 STAGES = re.compile(r"(preprocess|encode|decode): ([0-9.]+) s")
 
@@ -162,9 +165,13 @@ def main(argv: list[str] | None = None) -> int:
                         "auto", str(out / "model.json")], check=True, env=env)
     pte_dir = out / "pte" / args.recipe
     if not (pte_dir / "model.pte").exists():
+        from _bench_worker import export_step
+
+        from parakeet_executorch.export.api import ExportOptions
+
         backend, q = RECIPES[args.recipe]
-        subprocess.run(py[:2] + ["parakeet_executorch.export.cli", "--model", str(nemo), "--backend", backend,
-                                 "--quantize", q, "--max-audio-seconds", "60", "--output-dir", str(pte_dir)],
+        subprocess.run(export_step(nemo, ExportOptions(backend=backend, quantize=q, max_audio_seconds=60.0,
+                                                       output_dir=pte_dir)),
                        check=True, env=env, stdout=subprocess.DEVNULL)
     pte = pte_dir / "model.pte"
     if args.prepare_only:

@@ -33,15 +33,18 @@ WORKER = HERE / "_bench_worker.py"
 JFK = Path(os.environ.get("PARAKEET_SHARED_AUDIO", REPO.parent / "shared" / "audio")) / "jfk.wav"
 CPP_RUNNER = REPO / "cmake-out" / "examples" / "parakeet" / "parakeet_runner"
 
-# recipe name -> (backend, --quantize)
-RECIPES = {
-    "xnnpack-fp32": ("xnnpack", "none"),
-    "xnnpack-8da4w": ("xnnpack", "8da4w"),
-    "xnnpack-8da8w": ("xnnpack", "8da8w"),
-    "xnnpack-fpa4w": ("xnnpack", "fpa4w"),
-    "portable-fp32": ("portable", "none"),
-}
-FP32_RECIPES = ("xnnpack-fp32", "portable-fp32")
+sys.path.insert(0, str(REPO / "src"))
+from parakeet_executorch.export.recipe_registry import REGISTRY  # noqa: E402 (light: no torch)
+
+
+def _label(backend: str, recipe: str) -> str:
+    return f"{backend}-{'fp32' if recipe == 'none' else recipe}"
+
+
+# system name -> (backend, recipe), every pair of the registry on the CPU backends
+RECIPES = {_label(b, r.name): (b, r.name) for b in ("xnnpack", "portable") for r in REGISTRY if r.runs_on(b)}
+DEFAULT_RECIPES = ("xnnpack-fp32", "xnnpack-8da4w", "xnnpack-8da8w", "xnnpack-fpa4w", "portable-fp32")
+FP32_RECIPES = tuple(name for name, (_, recipe) in RECIPES.items() if recipe == "none")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -286,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", choices=("tiny", "small", "full"), default="tiny")
     ap.add_argument("--audio-seconds", type=float, nargs="+", default=[10.0, 60.0])
-    ap.add_argument("--recipes", nargs="+", choices=sorted(RECIPES), default=list(RECIPES))
+    ap.add_argument("--recipes", nargs="+", choices=sorted(RECIPES), default=list(DEFAULT_RECIPES))
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--runs", type=int, default=5, help="timed runs per system and length (after one warm-up)")
@@ -330,12 +333,16 @@ def main(argv: list[str] | None = None) -> int:
     model_info = json.loads((out / "model.json").read_text())
 
     # 2. exports, each in its own process
-    max_s = str(max(60.0, lengths[-1] + 1))
+    from _bench_worker import export_step
+
+    from parakeet_executorch.export.api import ExportOptions
+
+    max_s = max(60.0, lengths[-1] + 1)
     export_steps = []
     for r in args.recipes:
         backend, q = RECIPES[r]
-        cmd = [sys.executable, "-m", "parakeet_executorch.export.cli", "--model", str(nemo), "--backend", backend,
-               "--quantize", q, "--max-audio-seconds", max_s, "--output-dir", str(out / "pte" / r)]
+        cmd = export_step(nemo, ExportOptions(backend=backend, quantize=q, max_audio_seconds=max_s,
+                                              output_dir=out / "pte" / r))
         export_steps.append((f"export {r}", cmd, logs / f"export_{r}.log"))
     if not args.no_ort:
         export_steps.append(("onnx export", [sys.executable, str(WORKER), "onnx-export", str(nemo),

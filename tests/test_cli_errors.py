@@ -52,9 +52,11 @@ def test_failure_while_writing_leaves_no_partial_pte(tmp_path, monkeypatch):
     def boom(*a, **k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(export_cli.os, "replace", boom)
+    from parakeet_executorch.export import output_dir
+
+    monkeypatch.setattr(output_dir.os, "replace", boom)
     with pytest.raises(OSError):
-        export_cli._write_atomically(target, b"x" * 1000)
+        output_dir.write_atomically(target, b"x" * 1000)
     assert list(tmp_path.iterdir()) == []
 
 

@@ -112,9 +112,9 @@ def test_silence_dc_and_low_noise_match_python_runner(runner, exported_xnnpack, 
 
 
 def _recipe_on(recipe: str, backends: tuple[str, ...]) -> str | None:
-    from parakeet_executorch.export.recipes import COMPATIBLE_BACKENDS
+    from parakeet_executorch.export.recipe_registry import RECIPES, get_recipe
 
-    return next((b for b in backends if b in COMPATIBLE_BACKENDS.get(recipe, ())), None)
+    return next((b for b in backends if recipe in RECIPES and get_recipe(recipe).runs_on(b)), None)
 
 
 # The quantization recipes are another issue's work; these tests run as soon as the export offers them (the

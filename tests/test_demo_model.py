@@ -63,6 +63,7 @@ def test_demo_command_prints_the_sample_sentence(tmp_path, capsys, monkeypatch):
     from parakeet_executorch.demo import main
     from parakeet_executorch.runtime.transcribe import Transcriber
 
+    monkeypatch.setenv("PARAKEET_CACHE_DIR", str(tmp_path / "cache"))  # the export cache, kept out of ~/.cache
     calls = []
     original = Transcriber.transcribe
     monkeypatch.setattr(Transcriber, "transcribe", lambda self, audio: calls.append(1) or original(self, audio))

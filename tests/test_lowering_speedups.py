@@ -1,12 +1,10 @@
-"""Issue 8: the lowering shortcuts (export/lowering_speedups/) skip work without changing the program.
+"""The lowering shortcuts (export/xnnpack/shortcuts/) skip work without changing the program.
 
-Each recipe is exported to XNNPACK twice, with ``parakeet-export``'s shortcuts and with executorch's lowering as
-shipped, and the two .pte files must be byte-identical.
+Each recipe is exported to XNNPACK twice, with ``parakeet-export``'s shortcuts and with ``--no-lowering-shortcuts``
+(executorch's lowering as shipped), and the two .pte files must be byte-identical.
 """
 
 from __future__ import annotations
-
-from contextlib import nullcontext
 
 import pytest
 import torch
@@ -14,19 +12,62 @@ import torch
 from conftest import export_tiny
 
 
+_SHORTCUT_CONTEXTS = ("decompose_in_one_retrace", "skip_inert_passes", "skip_unchanged_retraces",
+                      "skip_empty_decompositions", "fast_affine_metadata", "parallel_preprocess",
+                      "defer_partition_recompiles", "fast_merge_checks")
+
+
+def _forbid_shortcuts(monkeypatch):
+    """Make entering any shortcut fail the test: what runs afterwards is executorch's stock lowering."""
+    from parakeet_executorch.export.xnnpack import shortcuts
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("a lowering shortcut was entered")
+
+    for name in _SHORTCUT_CONTEXTS:
+        monkeypatch.setattr(shortcuts, name, forbidden)
+
+
 @pytest.mark.parametrize("recipe", ["none", "8da4w", "8da8w", "fpa4w"])
 def test_shortcuts_give_a_byte_identical_pte(recipe, tiny_nemo, export_root, tmp_path, monkeypatch):
-    from parakeet_executorch.export import lowering_speedups
+    """``parakeet-export`` with its shortcuts and with ``--no-lowering-shortcuts`` (stock lowering): same bytes."""
     from parakeet_executorch.export.cli import main as export_main
 
     extra = () if recipe == "none" else ("--quantize", recipe)
     fast = export_tiny(tiny_nemo, export_root, "xnnpack", *extra)  # with the shortcuts, as parakeet-export runs
 
-    monkeypatch.setattr(lowering_speedups, "faster_lowering", lambda *args: nullcontext())
-    monkeypatch.setattr(lowering_speedups, "faster_tracing", nullcontext)
+    _forbid_shortcuts(monkeypatch)
     assert export_main(["--model", str(tiny_nemo), "--backend", "xnnpack", "--output-dir", str(tmp_path),
-                        *extra]) == 0
+                        "--no-lowering-shortcuts", *extra]) == 0
     assert (fast / "model.pte").read_bytes() == (tmp_path / "model.pte").read_bytes()
+
+
+def test_another_executorch_version_turns_the_shortcuts_off(monkeypatch, capsys):
+    """On an executorch other than the one they mirror, the shortcuts patch nothing and say so in one line."""
+    from executorch.exir.pass_base import ExportPass
+    from torch.export import ExportedProgram
+
+    from parakeet_executorch.export.xnnpack import shortcuts
+
+    assert shortcuts._executorch_version() == shortcuts.EXPECTED_EXECUTORCH  # the pinned stack
+    monkeypatch.setattr(shortcuts, "_executorch_version", lambda: "9.9.9")
+    monkeypatch.setattr(shortcuts, "_announced", set())
+    _forbid_shortcuts(monkeypatch)
+    saved = (ExportPass.call, ExportedProgram.run_decompositions)
+    for _ in range(2):  # one export enters the contexts three times: still one line
+        with shortcuts.faster_tracing() as on:
+            assert on is False
+        with shortcuts.faster_lowering({}, {}) as on:
+            assert on is False
+            assert (ExportPass.call, ExportedProgram.run_decompositions) == saved
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1, err
+    assert "9.9.9" in err[0] and shortcuts.EXPECTED_EXECUTORCH in err[0] and "stock" in err[0]
+    with shortcuts.faster_lowering(shortcuts=False) as on:  # --no-lowering-shortcuts: off, and silent
+        assert on is False
+    monkeypatch.setattr(shortcuts, "_executorch_version", lambda: shortcuts.EXPECTED_EXECUTORCH)
+    assert shortcuts.shortcuts_apply()
+    assert capsys.readouterr().err == ""
 
 
 def test_shortcuts_are_taken_and_undone(nemo_model, monkeypatch):
@@ -39,7 +80,7 @@ def test_shortcuts_are_taken_and_undone(nemo_model, monkeypatch):
 
     from parakeet_executorch.export.backends import partitioners
     from parakeet_executorch.export.load import read_metadata
-    from parakeet_executorch.export.lowering_speedups import (decompose_in_one_retrace,
+    from parakeet_executorch.export.xnnpack.shortcuts import (decompose_in_one_retrace,
                                                               defer_partition_recompiles, faster_lowering,
                                                               skip_empty_decompositions, skip_inert_passes,
                                                               skip_unchanged_retraces)
@@ -93,7 +134,7 @@ def test_passes_that_work_during_the_replay_are_never_skipped():
     from executorch.exir.passes.const_prop_pass import ConstPropPass
     from executorch.exir.passes.memory_format_ops_pass import DimOrderOpsRevertPass
 
-    from parakeet_executorch.export.lowering_speedups import _replay_transforms
+    from parakeet_executorch.export.xnnpack.shortcuts import _replay_transforms
 
     assert _replay_transforms(DimOrderOpsRevertPass, ExportPass)
     assert _replay_transforms(ConstPropPass, ExportPass)
@@ -101,7 +142,7 @@ def test_passes_that_work_during_the_replay_are_never_skipped():
 
 
 def test_fingerprint_sees_edits_and_swapped_constants():
-    from parakeet_executorch.export.lowering_speedups import graph_fingerprint
+    from parakeet_executorch.export.xnnpack.shortcuts import graph_fingerprint
 
     class Net(torch.nn.Module):
         def __init__(self):
@@ -136,12 +177,12 @@ def test_a_dead_preprocess_worker_fails_the_export(monkeypatch):
 
     from executorch.backends.xnnpack.xnnpack_preprocess import XnnpackBackend
 
-    from parakeet_executorch.export import lowering_speedups
+    from parakeet_executorch.export.xnnpack import shortcuts
 
     if not sys.platform.startswith("linux"):
         pytest.skip("parallel preprocess is Linux-only; elsewhere partitions run one after the other")
-    monkeypatch.setattr(lowering_speedups.parallel, "_preprocess_job", _die)
-    with lowering_speedups.parallel_preprocess(workers=2):
+    monkeypatch.setattr(shortcuts.parallel, "_preprocess_job", _die)
+    with shortcuts.parallel_preprocess(workers=2):
         with pytest.raises(BrokenProcessPool):
             XnnpackBackend.preprocess_multimethod({"encoder": [None, None]}, {"encoder": [[], []]})
 
@@ -186,7 +227,7 @@ def test_affine_metadata_matches_torchao(symbolic):
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-    from parakeet_executorch.export.lowering_speedups import fast_affine_metadata
+    from parakeet_executorch.export.xnnpack.shortcuts import fast_affine_metadata
 
     shape_env = ShapeEnv()
     rows = shape_env.create_symintnode(shape_env.create_symbol(40, ConstantSource("rows")), hint=40) \
@@ -209,7 +250,7 @@ def test_affine_ops_keep_their_arithmetic_outside_metadata_replays():
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from parakeet_executorch.export.lowering_speedups import fast_affine_metadata
+    from parakeet_executorch.export.xnnpack.shortcuts import fast_affine_metadata
 
     x = torch.randn(5, 64)
     w = torch.randint(-8, 8, (16, 64), dtype=torch.int8)
@@ -278,7 +319,7 @@ def test_passes_are_skipped_only_when_they_have_nothing_to_rewrite():
     from executorch.exir import EdgeCompileConfig, to_edge
     from torch.export import Dim, export
 
-    from parakeet_executorch.export.lowering_speedups import _inert_pass_predicates, skip_inert_passes
+    from parakeet_executorch.export.xnnpack.shortcuts import _inert_pass_predicates, skip_inert_passes
 
     fired = set()
     for module in (_Transposes, _Views, _SizeAsTensor, _Constants, _Casts):
@@ -309,7 +350,7 @@ def test_merge_checks_agree_with_executorch_on_every_pair(tiny_nemo, monkeypatch
 
     from parakeet_executorch.export.backends import partitioners
     from parakeet_executorch.export.load import load_nemo_model, read_metadata
-    from parakeet_executorch.export.lowering_speedups import merge_checks
+    from parakeet_executorch.export.xnnpack.shortcuts import merge_checks
     from parakeet_executorch.export.program import export_methods
     from parakeet_executorch.export.recipes import quantize_model
 

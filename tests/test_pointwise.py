@@ -22,7 +22,7 @@ def fresh_model(tiny_nemo):
 def test_converted_encoder_computes_the_same_function(fresh_model, jfk_audio):
     from parakeet_executorch.export.methods import EncoderMethod
     from parakeet_executorch.export.pointwise import GluInputLinear, PointwiseLinear, convert_pointwise_convs
-    from parakeet_executorch.export.xnnpack_rewrites import xnnpack_friendly_encoder
+    from parakeet_executorch.export.xnnpack.encoder_forwards import xnnpack_friendly_encoder
 
     features, length = _features(fresh_model, jfk_audio)
     padded = torch.nn.functional.pad(features, (0, 57))  # padded frames exercise the conv module's mask

@@ -10,7 +10,8 @@ import torch
 
 from conftest import SAMPLE_RATE, export_tiny, make_transcriber
 from nemo_reference import nemo_transcribe, runner_result
-from parakeet_executorch.export.recipes import POINTWISE_RECIPES, RecipeError, check_recipe, quantize_model
+from parakeet_executorch.export.recipe_registry import get_recipe
+from parakeet_executorch.export.recipes import RecipeError, check_recipe, quantize_model
 
 # (recipe, backend) pairs that run on this machine.
 RUNNABLE = [("8da4w", "xnnpack"), ("8da8w", "xnnpack"), ("8w", "portable"), ("fpa4w", "xnnpack"),
@@ -88,7 +89,7 @@ def test_recipe_pte_matches_eager_quantized_model(tiny_nemo, export_root, jfk_au
     # Either way the depthwise and subsampling convolutions stay float, and the report must name what stays float.
     uncovered = " ".join(report["parts"]["encoder"]["not_covered"])
     assert "depthwise_conv" in uncovered and "Conv2d layers" in uncovered, uncovered
-    assert ("pointwise_conv1" in uncovered) == (recipe not in POINTWISE_RECIPES), uncovered
+    assert ("pointwise_conv1" in uncovered) == (not get_recipe(recipe).quantizes_pointwise), uncovered
     transcriber = make_transcriber(folder)
     model = eager_quantized(tiny_nemo, recipe)
     # Over 40 s (500 encoder frames), so that one near-tie frame of a random-weight model is 0.2 %, not 0.7 %.
@@ -112,11 +113,10 @@ def test_lowered_linear_equals_eager(recipe, backend):
     from torchao.quantization import quantize_
 
     from parakeet_executorch.export.backends import partitioners
-    from parakeet_executorch.export.recipes import DEFAULT_GROUP_SIZE, torchao_config
 
     torch.manual_seed(0)
     m = torch.nn.Sequential(torch.nn.Linear(256, 128)).eval()
-    quantize_(m, torchao_config(recipe, DEFAULT_GROUP_SIZE[recipe]))
+    quantize_(m, get_recipe(recipe).config(get_recipe(recipe).default_group_size))
     x = torch.randn(37, 256)
     expected = m(x)
     parts, programs = partitioners(backend, {"joint": torch.export.export(m, (x,))})
@@ -186,7 +186,7 @@ def test_layer_with_k_not_divisible_by_group_size_is_skipped_and_strict_fails(ti
     # Group size 256 divides only the tiny model's K = 256 and 512 linears; the K = 64 ones must be reported,
     # the 1x1 convolutions 8da4w turns into linears included.
     model = load_nemo_model(str(tiny_nemo))
-    assert "8da4w" in POINTWISE_RECIPES
+    assert get_recipe("8da4w").quantizes_pointwise
     convert_pointwise_convs(model, lambda name: name.startswith("encoder."))
     expected_skips = {name for name, m in model.named_modules() if isinstance(m, torch.nn.Linear)
                       and (name.startswith("encoder.") or name == "joint.enc") and m.in_features % 256}

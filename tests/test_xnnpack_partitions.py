@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-# Reached with xnnpack_rewrites (tiny model: 2 layers; one delegate per layer, the first also holding the
+# Reached with the rewrites of export/xnnpack/ (tiny model: 2 layers; one delegate per layer, the first also holding the
 # subsampling, and one before it). Before: 70 delegates, 181 non-delegated ops; 4 and 116 before the subsampling's
 # masks were broadcast instead of expanded.
 MAX_ENCODER_DELEGATES = 3
@@ -58,7 +58,7 @@ def _jfk_features(nemo_model, jfk_audio):
 
 
 def test_encoder_lowers_into_few_delegates(lowered_encoder):
-    from parakeet_executorch.export.xnnpack_rewrites import delegate_summary
+    from parakeet_executorch.testing.xnnpack_inspect import delegate_summary
 
     summary = delegate_summary(lowered_encoder.exported_program("encoder").graph_module)
     print(summary)
@@ -76,7 +76,7 @@ def test_rewritten_encoder_matches_original_eagerly(nemo_model, encoder_programs
     """The rewritten graph, run eagerly, equals the original graph (and NeMo) within 1e-5, also with padding."""
     import copy
 
-    from parakeet_executorch.export.xnnpack_rewrites import rewrite_views
+    from parakeet_executorch.export.xnnpack.view_rewrites import rewrite_views
 
     original, rewritten = encoder_programs
     rewritten = copy.deepcopy(rewritten)
@@ -93,7 +93,7 @@ def test_rewritten_encoder_matches_original_eagerly(nemo_model, encoder_programs
 
 def test_module_rewrites_restore_nemo(nemo_model, jfk_audio):
     from parakeet_executorch.export.methods import EncoderMethod
-    from parakeet_executorch.export.xnnpack_rewrites import xnnpack_friendly_encoder
+    from parakeet_executorch.export.xnnpack.encoder_forwards import xnnpack_friendly_encoder
 
     features, length = _jfk_features(nemo_model, jfk_audio)
     enc = EncoderMethod(nemo_model.encoder, nemo_model.joint).eval()
@@ -112,7 +112,7 @@ def test_module_rewrites_restore_nemo(nemo_model, jfk_audio):
 def test_subsampling_with_broadcast_masks_is_bit_identical(nemo_model, jfk_audio):
     """The subsampling's masked conv stack gives NeMo's exact numbers and lengths with broadcast masks, with
     padding past the valid length (where the masks zero frames) and without."""
-    from parakeet_executorch.export.xnnpack_rewrites import xnnpack_friendly_encoder
+    from parakeet_executorch.export.xnnpack.encoder_forwards import xnnpack_friendly_encoder
 
     pre_encode = nemo_model.encoder.pre_encode
     features, length = _jfk_features(nemo_model, jfk_audio)
@@ -145,7 +145,7 @@ def test_lowered_encoder_matches_nemo(nemo_model, lowered_encoder, jfk_audio):
 
 def test_export_command_lowers_the_encoder_into_few_delegates(exported_xnnpack):
     """``parakeet-export --backend xnnpack`` itself applies the rewrites (read back from the written .pte)."""
-    from parakeet_executorch.export.xnnpack_rewrites import pte_instruction_counts
+    from parakeet_executorch.testing.xnnpack_inspect import pte_instruction_counts
 
     counts = pte_instruction_counts((exported_xnnpack / "model.pte").read_bytes())
     assert 1 <= counts["encoder"]["delegates"] <= MAX_ENCODER_DELEGATES, counts
@@ -159,9 +159,9 @@ def test_export_command_lowers_the_encoder_into_few_delegates(exported_xnnpack):
 def with_position_tables(monkeypatch):
     """Precompute the positional tables whatever their size: on the tiny model (d_model 64, 1,503 table rows at
     60 s) the default limit leaves linear_pos at run time; at v3's size (1,024) it is precomputed."""
-    from parakeet_executorch.export import xnnpack_rewrites
+    from parakeet_executorch.export.xnnpack import encoder_forwards
 
-    monkeypatch.setattr(xnnpack_rewrites, "POS_TABLE_MAX_RATIO", float("inf"))
+    monkeypatch.setattr(encoder_forwards, "POS_TABLE_MAX_RATIO", float("inf"))
 
 
 def test_position_table_is_left_out_when_larger_than_the_weight(nemo_model, tiny_meta):
@@ -179,7 +179,7 @@ def test_position_table_matches_linear_pos_eagerly(nemo_model, tiny_meta, jfk_au
     the table was made for) falls back to linear_pos instead of reading stale rows."""
     from parakeet_executorch.export.methods import EncoderMethod
     from parakeet_executorch.export.program import _fit_relative_positions
-    from parakeet_executorch.export.xnnpack_rewrites import xnnpack_friendly_encoder
+    from parakeet_executorch.export.xnnpack.encoder_forwards import xnnpack_friendly_encoder
 
     encoder = nemo_model.encoder
     features, length = _jfk_features(nemo_model, jfk_audio)
@@ -219,7 +219,7 @@ def test_position_table_lowers_without_more_delegates_and_matches_nemo(nemo_mode
     from parakeet_executorch.export.backends import partitioners
     from parakeet_executorch.export.methods import EncoderMethod
     from parakeet_executorch.export.program import export_methods
-    from parakeet_executorch.export.xnnpack_rewrites import delegate_summary
+    from parakeet_executorch.testing.xnnpack_inspect import delegate_summary
 
     report: dict = {}
     program = export_methods(nemo_model, tiny_meta, xnnpack_encoder=True, encoder_report=report)["encoder"]

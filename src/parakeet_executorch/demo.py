@@ -14,12 +14,15 @@ from pathlib import Path
 
 from importlib.resources import files
 
+from .library_log import VERBOSE_HELP, quiet_cli
+
 DEMO_DIR = Path(str(files("parakeet_executorch") / "demo_model"))
 DEMO_MODEL = DEMO_DIR / "parakeet-tdt-demo.nemo"
 DEMO_AUDIO = DEMO_DIR / "sample.wav"
 DEMO_TEXT = DEMO_DIR / "sample.txt"
 
 
+@quiet_cli("parakeet-demo")
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="parakeet-demo", description=__doc__.splitlines()[0])
     p.add_argument("--model", default=str(DEMO_MODEL),
@@ -28,6 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backend", default="xnnpack", choices=("portable", "xnnpack"))
     p.add_argument("--out", default="artifacts/demo", help="working folder for the .nemo and the export")
     p.add_argument("--check", action="store_true", help="also run NeMo's transcribe() and compare tokens")
+    p.add_argument("--no-cache", action="store_true",
+                   help="export again instead of reusing the export cached in the user cache directory")
+    p.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     args = p.parse_args(argv)
 
     audio = Path(args.audio)
@@ -39,10 +45,10 @@ def main(argv: list[str] | None = None) -> int:
     if model.endswith(".nemo") and not Path(model).is_file():
         p.error(f"model {model} not found; pass a .nemo file or a Hugging Face id")
 
-    from .export.cli import main as export_main
+    from .export.cache import cached_export
 
     export_dir = out / args.backend
-    if export_main(["--model", model, "--backend", args.backend, "--output-dir", str(export_dir)]) != 0:
+    if cached_export(model, args.backend, export_dir, use_cache=not args.no_cache) != 0:
         return 2
     from .audio import AudioError
     from .runtime.cli import load_transcriber, transcribe_files

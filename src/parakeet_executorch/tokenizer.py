@@ -54,7 +54,7 @@ class Tokenizer:
 
     @property
     def fingerprint(self) -> str:
-        """Hex SHA-256 of the serialized SentencePiece model (``export.load.tokenizer_fingerprint``)."""
+        """Hex SHA-256 of the serialized SentencePiece model (``pte_format.tokenizer_fingerprint``)."""
         return hashlib.sha256(self._sp.serialized_model_proto()).hexdigest()
 
     def check_fingerprint(self, expected: str, model_name: str) -> None:

@@ -1,5 +1,6 @@
 // An exported Parakeet TDT .pte loaded with ExecuTorch's C++ Module: its four compute methods and the metadata
-// its constant methods hold. Mirrors runtime/pte_model.py; method signatures are in export/methods.py.
+// its constant methods hold. Mirrors runtime/pte_model.py; the method names and signatures are the .pte contract of
+// src/parakeet_executorch/pte_format.py (tests/test_pte_format.py checks that the lists here match it).
 #pragma once
 
 #include <executorch/extension/module/module.h>
@@ -14,7 +15,7 @@
 
 namespace parakeet {
 
-// Constants the runner needs, each read from the .pte's constant method of the same name (export/load.py).
+// Constants the runner needs, each read from the .pte's constant method of the same name (pte_format.py).
 struct ModelMetadata {
   int64_t sample_rate = 0;     // Hz
   double window_stride = 0.0;  // seconds per feature frame

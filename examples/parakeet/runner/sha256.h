@@ -1,4 +1,4 @@
-// SHA-256 (FIPS 180-4), for the tokenizer fingerprint the .pte carries (export/load.py: tokenizer_fingerprint is
+// SHA-256 (FIPS 180-4), for the tokenizer fingerprint the .pte carries (pte_format.py: tokenizer_fingerprint is
 // hashlib.sha256 of the serialized SentencePiece model). Small and dependency-free; not for secrets.
 #pragma once
 

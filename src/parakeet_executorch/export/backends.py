@@ -11,8 +11,9 @@ import platform
 import torch
 from torch.export import ExportedProgram
 
+from ..pte_format import COMPUTE_METHODS
+
 BACKENDS = ("portable", "xnnpack", "metal", "cuda")
-COMPUTE_METHODS = ("encoder", "decoder_step", "joint")  # the preprocessor always runs on the portable kernels
 
 
 class BackendError(RuntimeError):
@@ -47,11 +48,12 @@ def partitioners(backend: str, programs: dict[str, ExportedProgram]):
                      for name, ep in programs.items()}
         return {name: [] for name in programs}, rewritten
     if backend == "xnnpack":
-        from .xnnpack_rewrites import rewrite_views, xnnpack_partitioner
+        from .xnnpack.partitioner import xnnpack_partitioner
+        from .xnnpack.view_rewrites import rewrite_views
 
         # One partitioner of all precisions: in executorch 1.5.1 XnnpackDynamicallyQuantizedPartitioner also takes
-        # fp32 linears/convs, one delegate each, which cut the encoder into hundreds of partitions (issue 8).
-        # rewrite_views: see xnnpack_rewrites.py (reshapes with one run-time size as -1, numerics unchanged).
+        # fp32 linears/convs, one delegate each, which cut the encoder into hundreds of partitions.
+        # rewrite_views: see xnnpack/view_rewrites.py (reshapes with one run-time size as -1, numerics unchanged).
         for name in COMPUTE_METHODS:
             if name in programs:
                 rewrite_views(programs[name])

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from ..pte_format import ModelMetadata, tokenizer_fingerprint
 
 
 class ModelLoadError(RuntimeError):
@@ -58,47 +58,14 @@ def check_tdt(nemo_model, name: str) -> None:
                              "this exporter supports Parakeet TDT checkpoints")
 
 
-@dataclass
-class ModelMetadata:
-    """Constants the runners need, read from the NeMo model and stored in the .pte as constant methods.
-
-    Units: ``sample_rate`` Hz; ``window_stride`` seconds per feature frame; ``hop_length`` samples per feature
-    frame; ``subsampling_factor`` feature frames per encoder frame; ``min/max_audio_samples`` the supported
-    input range in samples; ``tokenizer_sha256`` the hex SHA-256 of the tokenizer's serialized SentencePiece model
-    (``tokenizer_fingerprint``), so that the runners can refuse another export's tokenizer of the same size.
-
-    Fields marked ``optional`` were added after the first exports: a .pte without them still loads, with the
-    default ("" = unknown).
-    """
-
-    sample_rate: int
-    window_stride: float
-    hop_length: int
-    subsampling_factor: int
-    blank_id: int
-    vocab_size: int
-    durations: list[int] = field(default_factory=list)
-    num_lstm_layers: int = 0
-    pred_hidden: int = 0
-    joint_hidden: int = 0
-    max_symbols_per_step: int = 0
-    num_mel_features: int = 0
-    min_audio_samples: int = 0
-    max_audio_samples: int = 0
-    tokenizer_sha256: str = field(default="", metadata={"optional": True})
-
-    def constant_methods(self) -> dict:
-        """The metadata as ExecuTorch constant methods (name -> int, float or list of ints)."""
-        return asdict(self)
-
-
-def tokenizer_fingerprint(serialized_model_proto: bytes) -> str:
-    """Hex SHA-256 of a SentencePiece model's serialized proto (what ``tokenizer.model`` holds as exported)."""
-    return hashlib.sha256(serialized_model_proto).hexdigest()
-
-
 def read_metadata(nemo_model, min_audio_seconds: float, max_audio_seconds: float) -> ModelMetadata:
-    """Read decoding constants from a loaded NeMo TDT model (never hard-coded)."""
+    """Read decoding constants from a loaded NeMo TDT model (never hard-coded) into the .pte's ``ModelMetadata``.
+
+    Args:
+        min_audio_seconds, max_audio_seconds: the supported input range in seconds, rounded to whole hops.
+    Raises:
+        ModelLoadError: ``decoding.greedy.max_symbols`` is unset in the model's config.
+    """
     pre_cfg = nemo_model.cfg.preprocessor
     featurizer = nemo_model.preprocessor.featurizer
     sample_rate = int(pre_cfg.sample_rate)

@@ -1,21 +1,8 @@
 """The four exported methods of a Parakeet TDT .pte, as ``torch.nn.Module`` wrappers over NeMo's own modules.
 
 Nothing here re-implements the model: each wrapper calls the NeMo module whose behaviour the method must have,
-and only reshapes inputs and outputs into the fixed, batch-size-1 signatures the runners use:
-
-==============  =============================================================  ===================================
-method          inputs                                                         outputs
-==============  =============================================================  ===================================
-preprocessor    audio float32 [S] (16 kHz mono, S a multiple of the hop),      features float32 [1, F, T_mel],
-                length int64 [1] (valid samples, <= S)                         feature_length int64 [1]
-encoder         features float32 [1, F, T_mel], feature_length int64 [1]       encoded float32 [1, T_enc, J]
-                                                                               (already projected for the joint),
-                                                                               encoded_length int64 [1]
-decoder_step    token int64 [1, 1], h float32 [L, 1, H], c float32 [L, 1, H]   prediction float32 [1, 1, J]
-                                                                               (projected), h, c
-joint           encoded frame float32 [1, 1, J], prediction [1, 1, J]          token int64 [1], duration_index
-                                                                               int64 [1]
-==============  =============================================================  ===================================
+and only reshapes inputs and outputs into the fixed, batch-size-1 signatures the runners use, which
+``pte_format.METHODS`` lists (the table is in ``pte_format``'s docstring).
 """
 
 from __future__ import annotations

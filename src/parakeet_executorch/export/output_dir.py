@@ -1,5 +1,5 @@
 """The export's ``--output-dir``: checked for writability before the (slow) model load, removed again if the export
-fails before writing anything into it."""
+fails before writing anything into it; the export's files are written into it atomically."""
 
 from __future__ import annotations
 
@@ -68,4 +68,21 @@ def output_dir(path: str | Path) -> Iterator[Path]:
         yield Path(path)
     except BaseException:
         remove_created(created)
+        raise
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder renamed into place (mode 0644).
+
+    Raises:
+        OSError: the write or the rename failed; the temporary file is removed and ``path`` is untouched.
+    """
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; an exported model is meant to be shared
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
         raise

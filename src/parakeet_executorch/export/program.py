@@ -9,10 +9,10 @@ from contextlib import contextmanager, nullcontext
 import torch
 from torch.export import Dim, ExportedProgram, export
 
-from .load import ModelMetadata
+from ..pte_format import ModelMetadata
 from .methods import DecoderStepMethod, EncoderMethod, JointMethod, PreprocessorMethod
 from .preprocessor_rewrites import square_as_product, torch_order_normalization
-from .xnnpack_rewrites import xnnpack_friendly_encoder
+from .xnnpack.encoder_forwards import xnnpack_friendly_encoder
 
 
 @contextmanager
@@ -40,8 +40,9 @@ def export_methods(nemo_model, meta: ModelMetadata, dtype: torch.dtype = torch.f
         meta: the model's metadata (supported range, shapes).
         dtype: float dtype of encoder/decoder/joint inputs (the preprocessor always runs in float32).
         device: where the encoder, decoder and joint are traced ("cuda" for the CUDA backend).
-        xnnpack_encoder: trace the encoder under ``xnnpack_rewrites.xnnpack_friendly_encoder`` (the same maths in
-            ops XNNPACK takes, so that it lowers in a few large partitions; NeMo's modules are restored after).
+        xnnpack_encoder: trace the encoder under ``xnnpack.encoder_forwards.xnnpack_friendly_encoder`` (the same
+            maths in ops XNNPACK takes, so that it lowers in a few large partitions; NeMo's modules are restored
+            after).
         encoder_report: with ``xnnpack_encoder``, receives what the rewrite precomputed (the ``report`` of
             ``xnnpack_friendly_encoder``).
     """

@@ -1,19 +1,6 @@
-"""Quantization recipes, which backends take them, the per-layer filter, and the report of what was quantized.
+"""Quantizing a NeMo TDT model with a recipe: the checks before loading, the per-layer filter, and the report of what
+was quantized. The recipes themselves (backends, group sizes, configs) are in ``recipe_registry.py``.
 
-=========  ===================================================================  ==============  ====================
-recipe     what it does to each linear                                          default group   backends
-=========  ===================================================================  ==============  ====================
-none       nothing                                                              -               all
-fpa4w      4-bit unsigned weights per group, float scale and zero, float        32              metal (+ portable,
-           activations (``parakeet_executorch.lowbit``), HQQ by default                         xnnpack: CPU kernel)
-4w         torchao int4 weight-only, tile-packed layout (packing needs CUDA)    32              cuda
-8w         int8 weight-only, per output channel                                 per channel     portable, cuda, metal
-8da4w      dynamic int8 activations, int4 weights per group                     32              xnnpack
-8da8w      dynamic int8 activations, int8 weights per output channel            per channel     xnnpack
-=========  ===================================================================  ==============  ====================
-
-8w is never lowered to XNNPACK: executorch 1.5.1 lowers weight-only int8/int4 linears to XNNPACK with the scales
-ignored (a toy Linear was off by ~736), so such a .pte would run and be wrong.
 The checks here need only the command line, so a wrong pair fails before the model loads.
 """
 
@@ -23,27 +10,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-COMPATIBLE_BACKENDS: dict[str, tuple[str, ...]] = {
-    "none": ("portable", "xnnpack", "metal", "cuda"),
-    "fpa4w": ("metal", "portable", "xnnpack"),
-    "4w": ("cuda",),
-    "8w": ("portable", "cuda", "metal"),
-    "8da4w": ("xnnpack",),
-    "8da8w": ("xnnpack",),
-}
-RECIPES = tuple(COMPATIBLE_BACKENDS)
-DEFAULT_GROUP_SIZE = {"fpa4w": 32, "4w": 32, "8da4w": 32, "8w": 0, "8da8w": 0, "none": 0}  # 0 = per channel
+from .recipe_registry import REGISTRY, RECIPES, get_recipe
+
 EMBEDDING_RECIPES = ("none", "4w", "8w")
-# Recipes that also quantize the conformer's 1x1 pointwise convolutions (as linears, see pointwise.py). Not 8da8w
-# yet: with it, the trained demo model's 8da8w .pte still agreed with its eager model on >= 99.5 % of the joint
-# argmaxes but its transcript differed by one token of ~100 (int8 activations rounding differently in XNNPACK and
-# PyTorch), which the recipe tests do not accept. (The demo model does not check 8da4w's: group size 32 does not
-# divide its width, 112; the tiny model's parity test does.)
-POINTWISE_RECIPES = ("fpa4w", "4w", "8w", "8da4w")
-_WHY_NOT = {
-    ("8w", "xnnpack"): "executorch 1.5.1 lowers weight-only int8 to XNNPACK with wrong numerics; "
-                       "use --backend portable for 8w, or 8da8w for XNNPACK",
-}
 
 
 class RecipeError(ValueError):
@@ -51,22 +20,21 @@ class RecipeError(ValueError):
 
 
 def check_recipe(recipe: str, backend: str, group_size: int | None = None) -> None:
-    """Raise RecipeError naming the allowed pairs when ``recipe`` cannot be lowered to ``backend``."""
-    if recipe not in COMPATIBLE_BACKENDS:
+    """Raise RecipeError naming the allowed pairs when ``recipe`` cannot be lowered to ``backend``, or cannot take
+    ``group_size`` there (None = the recipe's default; 0 = per channel). The rules are the registry's ``Recipe``."""
+    if recipe not in RECIPES:
         raise RecipeError(f"unknown recipe {recipe!r}; choose one of {', '.join(RECIPES)}")
-    if backend not in COMPATIBLE_BACKENDS[recipe]:
-        allowed = "; ".join(f"{r}: {', '.join(b)}" for r, b in COMPATIBLE_BACKENDS.items())
-        why = _WHY_NOT.get((recipe, backend))
+    entry = get_recipe(recipe)
+    if not entry.runs_on(backend):
+        allowed = "; ".join(f"{r.name}: {', '.join(r.backends)}" for r in REGISTRY)
+        why = entry.why_not(backend)
         raise RecipeError(f"--quantize {recipe} cannot be used with --backend {backend}"
                           f"{' (' + why + ')' if why else ''}. Allowed pairs: {allowed}")
     if group_size is not None and group_size < 0:
         raise RecipeError(f"--group-size must be >= 0 (0 = per channel), got {group_size}")
-    if recipe == "fpa4w" and group_size not in (None, 32, 64, 128, 256):
-        raise RecipeError(f"fpa4w takes group sizes 32, 64, 128 or 256, got {group_size}")
-    if recipe == "8da4w" and backend == "xnnpack" and group_size and group_size % 32:
-        # executorch 1.5.1's XNNPACK lowering asserts on this deep inside to_edge_transform_and_lower.
-        raise RecipeError(f"8da4w on xnnpack takes group sizes that are multiples of 32 (or 0 = per channel), "
-                          f"got {group_size}")
+    problem = entry.group_size_error(backend, group_size)
+    if problem:
+        raise RecipeError(problem)
 
 
 EMBEDDING_BACKENDS = ("portable",)
@@ -81,31 +49,6 @@ def check_embedding_recipe(recipe: str, backend: str) -> None:
     if recipe != "none" and backend not in EMBEDDING_BACKENDS:
         raise RecipeError(f"--quantize-embedding {recipe} is supported with --backend "
                           f"{', '.join(EMBEDDING_BACKENDS)} only, not {backend}")
-
-
-def torchao_config(recipe: str, group_size: int, qparams: str = "hqq"):
-    """The torchao ``quantize_`` config of a recipe for linears (``group_size`` 0 = per output channel)."""
-    from torchao.quantization import (Int4WeightOnlyConfig, Int8DynamicActivationIntxWeightConfig,
-                                      IntxWeightOnlyConfig)
-    from torchao.quantization.granularity import PerAxis, PerGroup
-
-    gran = PerAxis(0) if group_size == 0 else PerGroup(group_size)
-    if recipe == "8da4w":
-        # XNNPACK's blockwise int4 kernels keep group scales in bf16; choosing them in bf16 here makes the eager
-        # model and the lowered one use the same scales (with fp32 scales they differed by up to 6 % per layer).
-        return Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int4, weight_granularity=gran,
-                                                     weight_scale_dtype=torch.bfloat16)
-    if recipe == "8da8w":
-        return Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int8, weight_granularity=gran)
-    if recipe == "8w":
-        return IntxWeightOnlyConfig(weight_dtype=torch.int8, granularity=gran)
-    if recipe == "4w":
-        return Int4WeightOnlyConfig(group_size=group_size, int4_packing_format="tile_packed_to_4d")
-    if recipe == "fpa4w":
-        from ..lowbit import UIntxWeightOnlyConfig
-
-        return UIntxWeightOnlyConfig(bitwidth=4, group_size=group_size, uintx_choose_qparams_algorithm=qparams)
-    raise RecipeError(f"recipe {recipe!r} has no torchao config")
 
 
 def skip_reason(recipe: str, name: str, weight_shape, group_size: int, multi_row: bool) -> str | None:
@@ -138,8 +81,8 @@ def quantize_part(root: torch.nn.Module, prefixes: list[str], recipe: str, group
                   strict: bool, multi_row: bool) -> PartReport:
     """Quantize the ``nn.Linear`` layers under ``prefixes`` of ``root`` in place with a recipe.
 
-    With a recipe of ``POINTWISE_RECIPES``, the conformer's 1x1 pointwise convolutions are first turned
-    into linears (``pointwise.convert_pointwise_convs``) so that they are quantized too.
+    With a recipe that ``quantizes_pointwise`` (``recipe_registry.Recipe``), the conformer's 1x1 pointwise
+    convolutions are first turned into linears (``pointwise.convert_pointwise_convs``) so that they are quantized too.
 
     Args:
         root: the NeMo model.
@@ -149,7 +92,7 @@ def quantize_part(root: torch.nn.Module, prefixes: list[str], recipe: str, group
         RecipeError: with ``strict``, when any layer would be left in float.
     """
     report = PartReport(recipe, group_size)
-    if recipe in POINTWISE_RECIPES:
+    if get_recipe(recipe).quantizes_pointwise:
         from .pointwise import convert_pointwise_convs
 
         convert_pointwise_convs(root, lambda name: _in_part(name, prefixes))  # 1x1 convs as linears: see pointwise.py
@@ -172,7 +115,7 @@ def quantize_part(root: torch.nn.Module, prefixes: list[str], recipe: str, group
         raise RecipeError("--strict: these layers cannot take " + recipe + ": " + "; ".join(report.skipped.values()))
     from torchao.quantization import quantize_
 
-    quantize_(root, torchao_config(recipe, group_size, qparams), filter_fn=lambda m, fqn: fqn in chosen)
+    quantize_(root, get_recipe(recipe).config(group_size, qparams), filter_fn=lambda m, fqn: fqn in chosen)
     report.quantized = len(chosen)
     modules = dict(root.named_modules())
     report.weight_bytes_after = sum(_nbytes(modules[name].weight) for name in linears)
@@ -185,7 +128,7 @@ def _not_covered(modules: dict, prefixes: list[str], recipe: str) -> list[str]:
     What remains after ``pointwise.convert_pointwise_convs`` is small (the depthwise and subsampling convolutions),
     but the report names it so that no one reads "quantized N of N linear layers" as "every weight is 4-bit".
     1x1 convolutions still present are named apart: the recipe could quantize them, it is a choice
-    (``POINTWISE_RECIPES``), not a missing kernel.
+    (``Recipe.quantizes_pointwise``), not a missing kernel.
     """
     from .pointwise import is_pointwise
 
@@ -197,7 +140,8 @@ def _not_covered(modules: dict, prefixes: list[str], recipe: str) -> list[str]:
     lines = []
     for kind, layers in sorted(groups.items()):
         if kind == "1x1 Conv1d" and recipe != "none":
-            why = (f"{recipe} leaves 1x1 convolutions float; only {', '.join(POINTWISE_RECIPES)} turn them into "
+            pointwise = ", ".join(r.name for r in REGISTRY if r.quantizes_pointwise)
+            why = (f"{recipe} leaves 1x1 convolutions float; only {pointwise} turn them into "
                    f"quantized linears (export/pointwise.py)")
         else:
             why = f"no recipe quantizes {kind}"
@@ -239,28 +183,42 @@ PARTS = {"encoder": (["encoder", "joint.enc"], True),
 EMBEDDING = "decoder.prediction.embed"
 
 
-def quantize_model(model, encoder_recipe: str, decoder_recipe: str, group_size: int | None = None,
-                   qparams: str = "hqq", strict: bool = False, embedding_recipe: str = "none") -> dict:
+def quantize_parts(model, encoder_recipe: str, decoder_recipe: str, group_size: int | None = None,
+                   qparams: str = "hqq", strict: bool = False,
+                   embedding_recipe: str = "none") -> dict[str, PartReport]:
     """Quantize a NeMo TDT model in place, part by part, as ``parakeet-export`` does.
 
     Args:
-        group_size: None for each recipe's default (``DEFAULT_GROUP_SIZE``), 0 for per channel.
+        model: the NeMo TDT model (eval mode, on CPU).
+        encoder_recipe, decoder_recipe: names of ``recipe_registry.RECIPES`` for the two parts (``PARTS``).
+        group_size: None for each recipe's default (``Recipe.default_group_size``), 0 for per channel.
+        qparams: fpa4w's parameter choice, "hqq" or "minmax".
+        strict: raise instead of leaving a linear the recipe cannot take in float.
+        embedding_recipe: "none", "4w" or "8w" for the prediction network's embedding (weight-only, torchao's
+            ``IntxWeightOnlyConfig``; per channel unless ``group_size``).
     Returns:
-        ``{"parts": {part: PartReport as dict}}``.
+        part name ("encoder", "decoder", and "embedding" unless its recipe is none) -> ``PartReport``.
     Raises:
         RecipeError: with ``strict``, a layer the recipe cannot take.
     """
-    from dataclasses import asdict
-
-    report: dict = {"parts": {}}
+    reports: dict[str, PartReport] = {}
     for part, recipe in (("encoder", encoder_recipe), ("decoder", decoder_recipe)):
         prefixes, multi_row = PARTS[part]
-        gs = DEFAULT_GROUP_SIZE[recipe] if group_size is None else group_size
-        report["parts"][part] = asdict(quantize_part(model, prefixes, recipe, gs, qparams, strict, multi_row))
+        gs = get_recipe(recipe).default_group_size if group_size is None else group_size
+        reports[part] = quantize_part(model, prefixes, recipe, gs, qparams, strict, multi_row)
     if embedding_recipe != "none":
         gs = 0 if group_size is None else group_size
-        report["parts"]["embedding"] = asdict(quantize_embedding(model, EMBEDDING, embedding_recipe, gs))
-    return report
+        reports["embedding"] = quantize_embedding(model, EMBEDDING, embedding_recipe, gs)
+    return reports
+
+
+def quantize_model(model, encoder_recipe: str, decoder_recipe: str, group_size: int | None = None,
+                   qparams: str = "hqq", strict: bool = False, embedding_recipe: str = "none") -> dict:
+    """``quantize_parts`` with the reports as plain dicts: ``{"parts": {part: PartReport as dict}}``."""
+    from dataclasses import asdict
+
+    reports = quantize_parts(model, encoder_recipe, decoder_recipe, group_size, qparams, strict, embedding_recipe)
+    return {"parts": {part: asdict(r) for part, r in reports.items()}}
 
 
 def _nbytes(t: torch.Tensor) -> int:

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from ..library_log import VERBOSE_HELP, quiet_cli
 from .formats import LEVELS
 from .longform import FILE_CONTEXT, LIVE_CONTEXT, LongFormOptions, transcribe_file
 
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"audio after the chunk the encoder sees (default {FILE_CONTEXT[2]:g}; live "
                         f"{LIVE_CONTEXT[2]:g})")
     g.add_argument("--quiet", action="store_true", help="no progress bar or per-file timings on stderr")
+    p.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     s = p.add_argument_group("live audio")
     s.add_argument("--stream", metavar="-", help="read raw signed 16-bit little-endian PCM from stdin ('-')")
     s.add_argument("--stream-rate", type=int, default=16000, help="sample rate of --stream / --mic (Hz)")
@@ -183,6 +185,7 @@ def _usage_error(args) -> str | None:
     return None
 
 
+@quiet_cli(PROG)
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -7,14 +7,9 @@ from pathlib import Path
 
 import torch
 
-from ..export.load import ModelMetadata
+from ..pte_format import METADATA_METHODS, OPTIONAL_METADATA, REQUIRED_METHODS, ModelMetadata
 from .et_errors import explain
 from .runtime_log import captured_runtime_log
-
-REQUIRED_METHODS = ("preprocessor", "encoder", "decoder_step", "joint")
-_METADATA_FIELDS = tuple(ModelMetadata.__dataclass_fields__)
-# Entries later exports added: a .pte written before them still loads, with the field's default.
-_OPTIONAL_FIELDS = tuple(name for name, f in ModelMetadata.__dataclass_fields__.items() if f.metadata.get("optional"))
 
 
 class PteModelError(RuntimeError):
@@ -46,10 +41,10 @@ class PteModel:
                                      f"cannot load {path} as an ExecuTorch program",
                                      "; pass a model.pte written by parakeet-export")
         names = set(self._program.method_names)
-        missing = [m for m in REQUIRED_METHODS + _METADATA_FIELDS if m not in names and m not in _OPTIONAL_FIELDS]
+        missing = [m for m in REQUIRED_METHODS + METADATA_METHODS if m not in names and m not in OPTIONAL_METADATA]
         if missing:
             raise PteModelError(f"{path} lacks method(s) {', '.join(missing)}; re-export it with parakeet-export")
-        self.metadata = ModelMetadata(**{f: self._constant(f) for f in _METADATA_FIELDS if f in names})
+        self.metadata = ModelMetadata(**{f: self._constant(f) for f in METADATA_METHODS if f in names})
         self._methods = {name: self._loaded(lambda name=name: self._program.load_method(name),
                                             f"cannot load method {name} of {path}",
                                             "; the .pte may need a backend or kernel library this runtime lacks")

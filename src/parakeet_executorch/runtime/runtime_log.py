@@ -34,10 +34,14 @@ class RuntimeLog:
         return ""
 
     def replay(self) -> None:
-        """Write the captured text to stderr, as it would have appeared without the capture."""
-        if self.text:
-            sys.stderr.write(self.text)
-            sys.stderr.flush()
+        """Write the captured text where it would have gone without the capture: stderr, or the library log of
+        ``library_log.quiet_cli``."""
+        from ..library_log import library_stream
+
+        if self.text:  # into the library log while a CLI keeps third-party output quiet
+            stream = library_stream()
+            stream.write(self.text)
+            stream.flush()
 
 
 @contextmanager

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -13,6 +15,9 @@ from ..decoding.timestamps import (Span, punctuation_of_vocab, segment_spans, se
                                    transcript_text, word_spans)
 from ..tokenizer import Tokenizer
 from .pte_model import PteModel, PteModelError
+
+if TYPE_CHECKING:
+    from .longform import LongFormOptions
 
 
 class AudioRangeError(PteModelError):
@@ -50,6 +55,22 @@ class Transcriber:
     Raises:
         TokenizerError: the tokenizer's size differs from the model's vocabulary, or it is another export's.
     """
+
+    @classmethod
+    def from_pte(cls, path: str | Path, tokenizer: str | Path | None = None, *,
+                 check_fingerprint: bool = True) -> Transcriber:
+        """Load ``path`` (a ``model.pte`` written by ``parakeet-export``) and its tokenizer.
+
+        Args:
+            path: the .pte.
+            tokenizer: its ``tokenizer.model`` (default: the one next to ``path``).
+            check_fingerprint: see the class docstring.
+        Raises:
+            PteModelError: the .pte is missing, not an ExecuTorch program, or lacks a method.
+            TokenizerError: the tokenizer is missing, of another size, or another export's.
+        """
+        tokenizer_path = Path(tokenizer) if tokenizer else Path(path).with_name("tokenizer.model")
+        return cls(PteModel(path), Tokenizer(tokenizer_path), check_fingerprint=check_fingerprint)
 
     def __init__(self, model: PteModel, tokenizer: Tokenizer, *, check_fingerprint: bool = True):
         tokenizer.check_vocab(model.metadata.vocab_size)
@@ -148,7 +169,39 @@ class Transcriber:
         text = transcript_text(self.tokenizer.decode(ids), self.punctuation)
         return Transcript(text, spans, words, segments, audio_seconds=audio_seconds, timings=dict(timings or {}))
 
-    def transcribe(self, audio: np.ndarray) -> Transcript:
-        """Transcribe one waveform (float32 [samples] at the model's sample rate) in one pass, all timestamp levels."""
+    def transcribe(self, audio: np.ndarray | str | Path, *, sample_rate: int | None = None,
+                   long_form: LongFormOptions | None = None, non_finite: str = "error") -> Transcript:
+        """Transcribe one waveform or one audio file, with token, word and segment timestamps (seconds).
+
+        Args:
+            audio: a float32 mono waveform [samples], or the path of an audio file (WAV, FLAC, OGG, MP3; any rate,
+                channel count and length: read and resampled by ``audio.load_audio``).
+            sample_rate: the waveform's rate in Hz when it is not the model's (it is resampled with soxr, as files
+                are); ignored for paths.
+            long_form: ``longform.LongFormOptions``: buffered left | chunk | right decoding (NeMo's buffered
+                decoding) for audio longer than one window. Files default to ``longform.FILE_CONTEXT``; a waveform
+                without it is transcribed in one pass (at most ``max_audio_seconds``), as before.
+            non_finite: for files, ``"error"`` refuses NaN/Inf samples, ``"zero"`` replaces them by silence.
+        Returns:
+            the ``Transcript`` (text, spans, audio seconds, stage timings).
+        Raises:
+            AudioError: the file is missing or cannot be decoded. AudioRangeError: a one-pass waveform longer than
+            the .pte supports. ContextError: ``long_form`` sizes the .pte cannot take.
+        """
+        from .longform import FILE_CONTEXT, LongFormOptions, context_frames, transcribe_file
+
+        if isinstance(audio, (str, Path)):
+            return transcribe_file(self, audio, long_form or LongFormOptions(*FILE_CONTEXT), quiet=True,
+                                   non_finite=non_finite)
+        rate = self.model.metadata.sample_rate
+        if sample_rate is not None and sample_rate != rate:
+            from ..audio import resample
+
+            audio = resample(np.asarray(audio, dtype=np.float32), sample_rate, rate)
+        if (long_form is not None and long_form.chunk_seconds > 0
+                and audio.shape[0] > long_form.window_seconds * rate):
+            from .buffered import transcribe_buffered
+
+            return transcribe_buffered(self, [np.asarray(audio, dtype=np.float32)], context_frames(self, long_form))
         tokens, timings = self.decode_tokens(audio)
-        return self.transcript(tokens, audio.shape[0] / self.model.metadata.sample_rate, timings)
+        return self.transcript(tokens, audio.shape[0] / rate, timings)

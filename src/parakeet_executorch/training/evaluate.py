@@ -164,25 +164,31 @@ def pte_system(model_path: str, recipe: str, backend: str, group_size: int | Non
     Returns:
         ``{set: [text...], "long_file": (text, words), "info": {"export_s", "pte_mb", "rtfx",
         "linears_quantized"}}`` (RTFx: audio seconds / runner seconds over the clips of (a)-(c); linears_quantized:
-        "N/M" over encoder and decoder, from export_report.json).
+        "N/M" over encoder and decoder, from the export's report).
     Raises:
         RuntimeError: the export failed (its own message is printed above).
     """
     from ..audio import load_audio
-    from ..export.cli import main as export_main
+    from ..export.api import ExportOptions, export_pte
+    from ..export.backends import BackendError
+    from ..export.load import ModelLoadError
+    from ..export.recipes import RecipeError
     from ..runtime.cli import LongFormOptions, transcribe_file
     from ..runtime.pte_model import PteModel
     from ..runtime.transcribe import Transcriber
     from ..tokenizer import Tokenizer
 
     out_dir = work / f"{recipe}-{backend}" if group_size is None else work / f"{recipe}-{backend}-g{group_size}"
-    extra = [] if group_size is None else ["--group-size", str(group_size)]
     t0 = time.perf_counter()
-    if export_main(["--model", model_path, "--backend", backend, "--quantize", recipe, "--output-dir", str(out_dir),
-                    *extra]):
-        raise RuntimeError(f"export of {recipe} on {backend} failed")
+    try:
+        report = export_pte(model_path, ExportOptions(backend=backend, quantize=recipe, group_size=group_size,
+                                                      output_dir=out_dir),
+                            progress=lambda line: print(line, flush=True))
+    except (BackendError, ModelLoadError, RecipeError, ValueError, OSError) as exc:
+        print(f"parakeet-export: error: {exc}", file=sys.stderr)
+        raise RuntimeError(f"export of {recipe} on {backend} failed") from exc
     export_s = time.perf_counter() - t0
-    transcriber = Transcriber(PteModel(out_dir / "model.pte"), Tokenizer(out_dir / "tokenizer.model"))
+    transcriber = Transcriber(PteModel(report.pte_path), Tokenizer(report.tokenizer_path))
     rate = transcriber.model.metadata.sample_rate
     out: dict = {}
     run_s = audio_s = 0.0
@@ -197,11 +203,9 @@ def pte_system(model_path: str, recipe: str, backend: str, group_size: int | Non
     transcript = transcribe_file(transcriber, sets["long_path"], LongFormOptions(*LONG_CONTEXT_S), quiet=True)
     long_s = time.perf_counter() - t0
     out["long_file"] = (transcript.text, [(w.text, w.start) for w in transcript.words])
-    parts = json.loads((out_dir / "export_report.json").read_text())["parts"].values()
-    quantized = sum(p.get("quantized") or 0 for p in parts)
-    total = sum(p.get("linear_layers") or 0 for p in parts)
+    quantized, total = report.quantization.linears_quantized
     out["info"] = {"linears_quantized": f"{quantized}/{total}" if recipe != "none" else "",
-                   "export_s": round(export_s, 1), "pte_mb": round((out_dir / "model.pte").stat().st_size / 1e6, 2),
+                   "export_s": round(export_s, 1), "pte_mb": round(report.pte_bytes / 1e6, 2),
                    "rtfx": round(audio_s / run_s, 1) if run_s else None,
                    "long_rtfx": round(transcript.audio_seconds / long_s, 1) if long_s else None}
     return out
@@ -264,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     from ..export.backends import BACKENDS
-    from ..export.recipes import RECIPES, RecipeError, check_recipe
+    from ..export.recipe_registry import RECIPES
+    from ..export.recipes import RecipeError, check_recipe
 
     pairs = []
     for item in args.recipes:

@@ -5,7 +5,7 @@ executorch 1.5.1's ``GroupBasedPartitioner._merge_partitions`` tries every pair 
 such node it scans the node's whole transitive downstream set with a Python generator (``any(n in combined for n
 in downstream)``). Where the graph has ops XNNPACK does not take, most pairs straddle one and are refused after a
 scan of most of the graph: for fpa4w (a non-delegated linear every few nodes) that was ~10^9 generator steps and
-most of its lowering at full size (issue 8).
+most of its lowering at full size.
 
 ``set.isdisjoint`` answers the same question (does the downstream set meet the pair?) in C, iterating over the
 smaller set. Everything else, the order of the checks and the final ``validate_partition``, is executorch's.

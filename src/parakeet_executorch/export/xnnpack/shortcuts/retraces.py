@@ -2,7 +2,7 @@
 
 executorch 1.5.1's ``XnnpackBackend.preprocess`` runs 17 passes on every partition, and each one ends by calling
 ``ExportPass.call``, which re-runs the whole partition through fake tensors to rebuild node metadata. With the
-encoder's symbolic time dimension that replay costs about 0.6 s per conformer layer per pass (issue 8), and most
+encoder's symbolic time dimension that replay costs about 0.6 s per conformer layer per pass, and most
 passes find nothing to do in a Parakeet graph (no bilinear upsampling, no SDPA pattern, no PReLU, no large
 concatenation): the replay then rebuilds exactly the metadata the nodes already carry.
 

@@ -1,10 +1,11 @@
-"""Rewrites that let XNNPACK take the whole FastConformer encoder in a few large partitions.
+"""Module-level rewrites that let XNNPACK take the whole FastConformer encoder in a few large partitions.
 
 Why: lowered as traced, the encoder split into hundreds of XNNPACK delegates (343 on the full-size model) around
 ops that the XNNPACK partitioner of executorch 1.5.1 rejects; every boundary costs a round trip through the
 portable kernels, and lowering time grows with the number of partitions (23 min for the full model).
 
-Two levels, both numerically equivalent to NeMo (same maths, at most a different float summation order):
+Two levels, both numerically equivalent to NeMo (same maths, at most a different float summation order); the
+graph level is :mod:`.view_rewrites`.
 
 1. Module level, :func:`xnnpack_friendly_encoder` -- a context manager that, while a NeMo ``ConformerEncoder`` is
    traced by ``torch.export``, swaps the ``forward`` of some of its submodules (the instances only; NeMo's classes and
@@ -51,15 +52,6 @@ Two levels, both numerically equivalent to NeMo (same maths, at most a different
        ``expand_copy`` (at v3's size and 60 s, 256 x 3000 x 64 floats, 196 MB, for one of them) and then read
        again by the multiply: 18 ``expand_copy`` calls, 193 ms of a 6.75 s encoder. XNNPACK's multiply
        broadcasts; ``x * 1.0`` and ``x * 0.0`` are the same numbers whether the mask was expanded or broadcast.
-
-2. Graph level, :func:`rewrite_views` (on the ATen-level ExportedProgram, before ``to_edge``):
-
-   ``view``/``reshape``/non-trailing ``unsqueeze`` whose output has exactly one run-time size -> a ``view`` with
-   that size written as ``-1`` (after a contiguous clone where the input may be strided).
-       XNNPACK's partitioner rejects any symbolic size in a reshape but takes one inferred (-1) dimension; the
-       element count fixes the same size, so the view is the same (e.g. the subsampling's [1, T, 4096] reshape).
-       XNNPACK's unsqueeze only inserts a trailing dim; the features' ``unsqueeze(1)`` before the first conv2d
-       split the subsampling from the first delegate.
 """
 
 from __future__ import annotations
@@ -70,11 +62,7 @@ from contextlib import contextmanager
 import torch
 import torch.nn.functional as F
 
-from .pointwise import GluInputLinear, PointwiseLinear
-
-# ---------------------------------------------------------------------------------------------------------------
-# Module level
-# ---------------------------------------------------------------------------------------------------------------
+from ..pointwise import GluInputLinear, PointwiseLinear
 
 _INF_FILL = -10000.0  # NeMo's INF_VAL in multi_head_attention.py
 
@@ -317,134 +305,3 @@ def xnnpack_friendly_encoder(encoder: torch.nn.Module, pos_table_max_ratio: floa
                     del mod._parameters[name]
                 else:
                     mod.__dict__.pop(name, None)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Edge-graph level
-# ---------------------------------------------------------------------------------------------------------------
-
-
-def _is_static(dim) -> bool:
-    return isinstance(dim, int)
-
-
-def rewrite_views(ep) -> int:
-    """In an ATen-level ExportedProgram, give each ``view``/``reshape`` with one run-time output size a ``-1`` there.
-
-    XNNPACK's partitioner rejects a reshape with any symbolic size but takes one inferred (-1) dimension; the
-    element count fixes that size to the same value, so the op is unchanged. A ``reshape`` becomes
-    ``clone(contiguous) + view``, which is what it does anyway on a non-contiguous input and a no-op copy-free view
-    otherwise; ``to_edge`` would otherwise re-derive a symbolic shape from the reshape. The graph is changed in
-    place. Returns how many ops were rewritten."""
-    view, reshape = torch.ops.aten.view.default, torch.ops.aten.reshape.default
-    unsqueeze = torch.ops.aten.unsqueeze.default
-    graph = ep.graph_module.graph
-    count = 0
-    for node in list(graph.nodes):
-        if node.op != "call_function" or node.target not in (view, reshape, unsqueeze):
-            continue
-        out = node.meta.get("val")
-        if out is None or not isinstance(out, torch.Tensor):
-            continue
-        if node.target == unsqueeze and node.args[1] in (-1, out.dim() - 1):
-            continue  # XNNPACK takes a trailing unsqueeze as it is
-        dynamic = [i for i, d in enumerate(out.shape) if not _is_static(d)]
-        if len(dynamic) != 1:
-            continue
-        shape = [int(d) if _is_static(d) else -1 for d in out.shape]
-        src = node.args[0]
-        if node.target in (reshape, unsqueeze):
-            with graph.inserting_before(node):
-                src = graph.call_function(torch.ops.aten.clone.default, (src,),
-                                          {"memory_format": torch.contiguous_format})
-                src.meta = dict(node.args[0].meta)
-        node.target = view
-        node.args = (src, shape)
-        count += 1
-    if count:
-        graph.eliminate_dead_code()
-        ep.graph_module.recompile()
-    return count
-
-
-def _is_scalar_work(node: torch.fx.Node) -> bool:
-    val = node.meta.get("val")
-    vals = val if isinstance(val, (tuple, list)) else [val]
-    return all(not isinstance(v, torch.Tensor) or v.numel() <= 1 for v in vals)
-
-
-def xnnpack_partitioner():
-    """``XnnpackPartitioner`` (all precisions) that leaves partitions of only one-element tensors to the portable
-    kernels: the encoder's length arithmetic (a few adds on a [1] float) otherwise became separate tiny delegates,
-    each a call into XNNPACK for one number. Only the tags change, never the graph."""
-    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
-
-    class _Partitioner(XnnpackPartitioner):
-        def partition(self, exported_program):
-            result = super().partition(exported_program)
-            members: dict[str, list] = {}
-            for node in exported_program.graph_module.graph.nodes:
-                tag = node.meta.get("delegation_tag")
-                if tag is not None:
-                    members.setdefault(tag, []).append(node)
-            for tag, nodes in members.items():
-                compute = [n for n in nodes if n.op == "call_function"]
-                if compute and all(_is_scalar_work(n) for n in compute):
-                    for n in nodes:
-                        del n.meta["delegation_tag"]
-                    result.partition_tags.pop(tag, None)
-            return result
-
-    return _Partitioner()
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Inspection helpers (tests, benchmarks)
-# ---------------------------------------------------------------------------------------------------------------
-
-
-def _op_name(target) -> str:
-    text = str(target)
-    if text.startswith("<EdgeOpOverload: "):
-        return text[len("<EdgeOpOverload: "):].split(">")[0]
-    return getattr(target, "__name__", text) if not hasattr(target, "_schema") else text
-
-
-def delegate_summary(graph_module: torch.fx.GraphModule) -> dict:
-    """Count XNNPACK delegate calls and ops left outside them in a lowered graph (``getitem`` not counted)."""
-    import operator
-    from collections import Counter
-
-    delegates = 0
-    outside: Counter = Counter()
-    for node in graph_module.graph.nodes:
-        if node.op != "call_function":
-            continue
-        name = getattr(node.target, "__name__", str(node.target))
-        if name == "executorch_call_delegate":
-            delegates += 1
-        elif node.target is operator.getitem:
-            continue
-        else:
-            outside[_op_name(node.target)] += 1
-    return {"delegates": delegates, "non_delegated_ops": sum(outside.values()), "outside": dict(outside)}
-
-
-def pte_instruction_counts(pte_bytes: bytes) -> dict:
-    """Per method of a serialized .pte: ``{"delegates": backend calls, "kernel_calls": portable kernel calls}``
-    (methods with neither, such as the metadata constants, are left out)."""
-    from executorch.exir._serialize._program import deserialize_pte_binary
-
-    program = deserialize_pte_binary(pte_bytes)
-    program = getattr(program, "program", program)
-    out = {}
-    for plan in program.execution_plan:
-        kernels = delegates = 0
-        for chain in plan.chains:
-            for ins in chain.instructions:
-                kind = type(ins.instr_args).__name__
-                delegates += kind == "DelegateCall"
-                kernels += kind == "KernelCall"
-        if delegates or kernels:
-            out[plan.name] = {"delegates": delegates, "kernel_calls": kernels}
-    return out

@@ -5,7 +5,7 @@ after each cut ``create_submodule_from_nodes`` re-sorts the graph with ``legaliz
 graph through ``GraphModule.graph``'s setter. The setter regenerates and ``exec``s the Python source of the whole
 graph and of every submodule cut so far. With P partitions that is P whole-graph code generations and ~P^2/2
 submodule ones: for fpa4w, whose non-delegated linears split the full-size encoder into 219 partitions, most of
-its lowering time (issue 8).
+its lowering time.
 
 Nothing in that loop runs or reads the generated code: each step reads and edits ``graph``, and the partition's
 ``ExportedProgram`` is built from the submodule's ``graph``, which makes a fresh ``GraphModule``. So within the

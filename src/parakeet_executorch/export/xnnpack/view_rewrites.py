@@ -1,0 +1,59 @@
+"""Graph-level rewrite for XNNPACK: reshapes with one run-time size written with ``-1``.
+
+The graph level of the encoder work (the module level is :mod:`.encoder_forwards`): :func:`rewrite_views`, on the
+ATen-level ExportedProgram before ``to_edge``.
+
+   ``view``/``reshape``/non-trailing ``unsqueeze`` whose output has exactly one run-time size -> a ``view`` with
+   that size written as ``-1`` (after a contiguous clone where the input may be strided).
+       XNNPACK's partitioner rejects any symbolic size in a reshape but takes one inferred (-1) dimension; the
+       element count fixes the same size, so the view is the same (e.g. the subsampling's [1, T, 4096] reshape).
+       XNNPACK's unsqueeze only inserts a trailing dim; the features' ``unsqueeze(1)`` before the first conv2d
+       split the subsampling from the first delegate.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def _is_static(dim) -> bool:
+    return isinstance(dim, int)
+
+
+def rewrite_views(ep) -> int:
+    """In an ATen-level ExportedProgram, give each ``view``/``reshape`` with one run-time output size a ``-1`` there.
+
+    XNNPACK's partitioner rejects a reshape with any symbolic size but takes one inferred (-1) dimension; the
+    element count fixes that size to the same value, so the op is unchanged. A ``reshape`` becomes
+    ``clone(contiguous) + view``, which is what it does anyway on a non-contiguous input and a no-op copy-free view
+    otherwise; ``to_edge`` would otherwise re-derive a symbolic shape from the reshape. The graph is changed in
+    place. Returns how many ops were rewritten."""
+    view, reshape = torch.ops.aten.view.default, torch.ops.aten.reshape.default
+    unsqueeze = torch.ops.aten.unsqueeze.default
+    graph = ep.graph_module.graph
+    count = 0
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target not in (view, reshape, unsqueeze):
+            continue
+        out = node.meta.get("val")
+        if out is None or not isinstance(out, torch.Tensor):
+            continue
+        if node.target == unsqueeze and node.args[1] in (-1, out.dim() - 1):
+            continue  # XNNPACK takes a trailing unsqueeze as it is
+        dynamic = [i for i, d in enumerate(out.shape) if not _is_static(d)]
+        if len(dynamic) != 1:
+            continue
+        shape = [int(d) if _is_static(d) else -1 for d in out.shape]
+        src = node.args[0]
+        if node.target in (reshape, unsqueeze):
+            with graph.inserting_before(node):
+                src = graph.call_function(torch.ops.aten.clone.default, (src,),
+                                          {"memory_format": torch.contiguous_format})
+                src.meta = dict(node.args[0].meta)
+        node.target = view
+        node.args = (src, shape)
+        count += 1
+    if count:
+        graph.eliminate_dead_code()
+        ep.graph_module.recompile()
+    return count
