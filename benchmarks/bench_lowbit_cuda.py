@@ -81,6 +81,7 @@ def main(argv=None):
     op = linear_op(nb)
     try:
         import triton
+
         tri = triton.__version__
     except ImportError:
         tri = "not installed"
@@ -135,9 +136,13 @@ def main(argv=None):
                     vals = [fl / (t * 1e-3) / 1e12 for t in ts]
                     unit = "TFLOP/s"
                 fmt = "{:.0f}" if unit == "GB/s" else "{:.1f}"
-                row = (f"| {dname} | {m} | {k} | {n} | " + " | ".join(f"{t * 1e3:.1f}" for t in ts) + " | "
-                       + " | ".join(fmt.format(v) for v in vals)
-                       + f" | {unit} | {t_fp / t_op:.2f} | {t_dq / t_op:.2f} | {e_op * 1e3:.1f} | {e_fp * 1e3:.1f} |")
+                row = (
+                    f"| {dname} | {m} | {k} | {n} | "
+                    + " | ".join(f"{t * 1e3:.1f}" for t in ts)
+                    + " | "
+                    + " | ".join(fmt.format(v) for v in vals)
+                    + f" | {unit} | {t_fp / t_op:.2f} | {t_dq / t_op:.2f} | {e_op * 1e3:.1f} | {e_fp * 1e3:.1f} |"
+                )
                 lines.append(row)
                 print(row, flush=True)
     if args.out:

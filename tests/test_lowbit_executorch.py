@@ -52,8 +52,9 @@ def _export_pte(bitwidth, group_size, xnnpack, tmp_path):
         from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 
         partitioner = [XnnpackPartitioner()]
-    edge = to_edge_transform_and_lower(ep, partitioner=partitioner,
-                                       compile_config=EdgeCompileConfig(_check_ir_validity=False))
+    edge = to_edge_transform_and_lower(
+        ep, partitioner=partitioner, compile_config=EdgeCompileConfig(_check_ir_validity=False)
+    )
     et = edge.to_executorch()
     path = tmp_path / f"lowbit_{bitwidth}_{'xnnpack' if xnnpack else 'portable'}.pte"
     path.write_bytes(et.buffer)

@@ -48,7 +48,7 @@ def _feature_clip(name: str, jfk_audio: np.ndarray) -> np.ndarray:
         return jfk_audio
     t = np.arange(3 * SAMPLE_RATE) / SAMPLE_RATE
     if name == "chirp":  # 100 Hz to 7.9 kHz in 3 s
-        return (0.5 * np.sin(2 * np.pi * (100 * t + 0.5 * (7900 - 100) / 3 * t ** 2))).astype(np.float32)
+        return (0.5 * np.sin(2 * np.pi * (100 * t + 0.5 * (7900 - 100) / 3 * t**2))).astype(np.float32)
     return np.full(len(t), 0.3, np.float32)  # "dc"
 
 

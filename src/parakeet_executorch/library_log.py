@@ -30,8 +30,10 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 VERBOSE_FLAGS = ("-v", "--verbose")
-VERBOSE_HELP = "show the libraries' own log lines and warnings (NeMo, torch, torchao, ExecuTorch) instead of " \
-               "writing them to a log file in the user cache directory"
+VERBOSE_HELP = (
+    "show the libraries' own log lines and warnings (NeMo, torch, torchao, ExecuTorch) instead of "
+    "writing them to a log file in the user cache directory"
+)
 
 _active: "_LibraryLog | None" = None  # the one log open in this process (nested CLIs share the outer one)
 
@@ -68,12 +70,21 @@ class _LibraryLog:
 
     def adopt_stream_handlers(self) -> None:
         """Point every existing logger's own handler that writes to the terminal (torch's, NeMo's) at the file."""
-        loggers = [logging.getLogger(), *(logger for logger in list(logging.Logger.manager.loggerDict.values())
-                                          if isinstance(logger, logging.Logger))]  # not PlaceHolders
+        loggers = [
+            logging.getLogger(),
+            *(
+                logger
+                for logger in list(logging.Logger.manager.loggerDict.values())
+                if isinstance(logger, logging.Logger)
+            ),
+        ]  # not PlaceHolders
         for logger in loggers:
             for handler in logger.handlers:
-                if (type(handler) is logging.StreamHandler and self._is_terminal(handler.stream)
-                        and handler is not self.handler):
+                if (
+                    type(handler) is logging.StreamHandler
+                    and self._is_terminal(handler.stream)
+                    and handler is not self.handler
+                ):
                     self.redirected.append((handler, handler.setStream(self.stream)))
 
     def close(self) -> None:

@@ -46,8 +46,10 @@ def prepare_output_dir(path: str | Path) -> list[Path]:
     except OSError as exc:
         remove_created(created)
         reason = exc.strerror or str(exc)
-        raise OutputDirError(f"--output-dir {path} is not writable: creating a file there failed ({reason}); "
-                             "pass a folder you can write to") from exc
+        raise OutputDirError(
+            f"--output-dir {path} is not writable: creating a file there failed ({reason}); "
+            "pass a folder you can write to"
+        ) from exc
     return created
 
 

@@ -112,14 +112,29 @@ def random_sequence(rng: random.Random, training: bool = True, heldout_share: fl
 # --- sentences ---------------------------------------------------------------------------------------------------
 
 _CONTRACTIONS = {
-    "can't": "can not", "cannot": "can not", "won't": "will not", "shan't": "shall not", "let's": "let us",
-    "it's": "it is", "that's": "that is", "he's": "he is", "she's": "she is", "what's": "what is",
-    "there's": "there is", "here's": "here is", "who's": "who is", "where's": "where is", "how's": "how is",
-    "i'm": "i am", "o'clock": "o clock",
+    "can't": "can not",
+    "cannot": "can not",
+    "won't": "will not",
+    "shan't": "shall not",
+    "let's": "let us",
+    "it's": "it is",
+    "that's": "that is",
+    "he's": "he is",
+    "she's": "she is",
+    "what's": "what is",
+    "there's": "there is",
+    "here's": "here is",
+    "who's": "who is",
+    "where's": "where is",
+    "how's": "how is",
+    "i'm": "i am",
+    "o'clock": "o clock",
 }
 _SUFFIXES = (("n't", " not"), ("'re", " are"), ("'ve", " have"), ("'ll", " will"), ("'d", " would"))
-_ONES = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen " \
-        "seventeen eighteen nineteen".split()
+_ONES = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen".split()
+)
 _TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
 
 
@@ -190,11 +205,13 @@ def write_sentences(folder: Path = FORTUNES_DIR, out: Path = SENTENCES_FILE) -> 
     returns how many. Needs Debian's ``fortunes`` and ``fortunes-min`` packages."""
     vocab = set(vocabulary())
     lo, hi = SENTENCE_WORDS
-    kept = sorted({s for s in fortune_sentences(folder)
-                   if lo <= len(s.split()) <= hi and all(w in vocab for w in s.split())})
-    out.write_text(f"# {len(kept)} sentences of Debian's fortune databases (packages fortunes, fortunes-min), "
-                   "normalised and filtered by training/text.py\n"
-                   + "".join(s + "\n" for s in kept))
+    kept = sorted(
+        {s for s in fortune_sentences(folder) if lo <= len(s.split()) <= hi and all(w in vocab for w in s.split())}
+    )
+    out.write_text(
+        f"# {len(kept)} sentences of Debian's fortune databases (packages fortunes, fortunes-min), "
+        "normalised and filtered by training/text.py\n" + "".join(s + "\n" for s in kept)
+    )
     return len(kept)
 
 

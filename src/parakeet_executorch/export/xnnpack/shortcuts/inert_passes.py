@@ -39,8 +39,11 @@ def _has_symbolic_tensor_argument(graph_module) -> bool:
 
     def check(value, argument):
         nonlocal found
-        if (isinstance(value, torch.fx.Node) and isinstance(argument.type, torch.TensorType)
-                and type(value.meta.get("val")) in (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        if (
+            isinstance(value, torch.fx.Node)
+            and isinstance(argument.type, torch.TensorType)
+            and type(value.meta.get("val")) in (torch.SymInt, torch.SymFloat, torch.SymBool)
+        ):
             found = True
         return value
 
@@ -80,16 +83,17 @@ def _replays_only_op_overloads(graph_module) -> bool:
 
 
 def _inert_pass_predicates() -> dict:
-    from executorch.exir.passes import (NormalizeTransposePass, ReplaceBrokenOpsWithFunctionalOpsPass,
-                                        SymToTensorPass)
+    from executorch.exir.passes import NormalizeTransposePass, ReplaceBrokenOpsWithFunctionalOpsPass, SymToTensorPass
     from executorch.exir.passes.const_prop_pass import ConstPropPass
     from executorch.exir.passes.memory_format_ops_pass import DimOrderOpsRevertPass
 
-    return {NormalizeTransposePass: _has_aten_t,
-            ReplaceBrokenOpsWithFunctionalOpsPass: _has_view_op,
-            SymToTensorPass: _has_symbolic_tensor_argument,
-            DimOrderOpsRevertPass: _has_dim_order_op,
-            ConstPropPass: _has_constant_op}
+    return {
+        NormalizeTransposePass: _has_aten_t,
+        ReplaceBrokenOpsWithFunctionalOpsPass: _has_view_op,
+        SymToTensorPass: _has_symbolic_tensor_argument,
+        DimOrderOpsRevertPass: _has_dim_order_op,
+        ConstPropPass: _has_constant_op,
+    }
 
 
 @contextmanager
