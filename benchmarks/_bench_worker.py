@@ -250,7 +250,6 @@ def onnx_export(nemo: str, out_dir: str, check_npy: str) -> int:
     import torch
     from nemo.collections.asr.models import ASRModel
     from nemo.utils import logging as nemo_logging
-
     from ort_tdt import featurize
 
     nemo_logging.setLevel(logging.ERROR)

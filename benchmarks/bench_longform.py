@@ -86,7 +86,6 @@ def write_audio(out: Path, seconds: float) -> Path:
 
 def live_latency(pte: Path, wav: Path, seconds: float, left: float, chunk: float, right: float) -> dict:
     """Feed ``seconds`` of ``wav`` in real time (0.1 s blocks) to a StreamingTranscriber; token delays."""
-    import numpy as np
 
     from parakeet_executorch.audio import load_audio
     from parakeet_executorch.runtime.buffered import ContextSize

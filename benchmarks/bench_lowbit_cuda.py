@@ -98,7 +98,7 @@ def main(argv=None):
         f"the GB/s and TFLOP/s columns use it",
         f"- eager µs: CUDA events around each eager call, median of {args.iters} after {args.warmup} warm-up calls "
         "(includes the Python dispatch and launch overhead of this VM)",
-        f"- M = 1: GB/s of weight bytes read (low-bit: packed + S + Z; dense: N*K*dtype); M = 625: TFLOP/s (2*M*N*K)",
+        "- M = 1: GB/s of weight bytes read (low-bit: packed + S + Z; dense: N*K*dtype); M = 625: TFLOP/s (2*M*N*K)",
         "- lowbit = the registered op; torch-path = its PyTorch-level kernel called directly; dense = F.linear with "
         "the dense weight in the activation dtype; deq+mm = dequantize whole weight then F.linear",
         "",

@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REPO, SAMPLE_RATE, make_transcriber
 from parakeet_executorch.audio import AudioError, AudioWarning, check_finite, load_audio, zero_non_finite
 from parakeet_executorch.runtime.cli import main as transcribe_main
+
+from conftest import REPO, SAMPLE_RATE, make_transcriber
 
 PROG = "parakeet-transcribe: "
 

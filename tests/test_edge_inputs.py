@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import SAMPLE_RATE
 from nemo_reference import assert_same_transcript, nemo_transcribe, runner_result
+
+from conftest import SAMPLE_RATE
 
 
 def test_empty_audio_gives_empty_transcript(transcriber_xnnpack):
@@ -82,8 +83,9 @@ def test_silence_features_are_nemos(transcriber_xnnpack, nemo_model, seconds):
 
 def test_demo_model_hears_nothing_in_digital_silence(demo_nemo, export_root):
     """3.61 s of zeros: NeMo's transcript of the trained demo model is empty; the .pte printed "our horse"."""
-    from conftest import export_tiny, make_transcriber
     from parakeet_executorch.export.load import load_nemo_model
+
+    from conftest import export_tiny, make_transcriber
 
     audio = _constant_signal("zeros", 3.61)
     ref = nemo_transcribe(load_nemo_model(str(demo_nemo)), audio)

@@ -7,9 +7,10 @@ import json
 
 import pytest
 
-from conftest import export_tiny
 from parakeet_executorch import ExportOptions, export_pte
 from parakeet_executorch.export.recipes import RecipeError
+
+from conftest import export_tiny
 
 
 def test_options_are_checked_before_anything_is_created(tmp_path):

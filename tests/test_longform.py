@@ -10,9 +10,10 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import SAMPLE_RATE, export_tiny, make_transcriber
 from nemo_reference import nemo_buffered_tokens
 from parakeet_executorch.runtime.buffered import BufferedDecoder, ContextError, ContextSize, transcribe_buffered
+
+from conftest import SAMPLE_RATE, export_tiny, make_transcriber
 
 
 def blocks_of(audio: np.ndarray, size: int):

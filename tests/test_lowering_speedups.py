@@ -11,7 +11,6 @@ import torch
 
 from conftest import export_tiny
 
-
 _SHORTCUT_CONTEXTS = (
     "decompose_in_one_retrace",
     "skip_inert_passes",
@@ -94,12 +93,15 @@ def test_shortcuts_are_taken_and_undone(nemo_model, monkeypatch):
     """Lower the tiny encoder under faster_lowering: replays and decompositions are skipped, the encoder is
     retraced for decomposition once, and executorch's classes are restored afterwards."""
     from executorch.backends.xnnpack.xnnpack_preprocess import XNNPACKPassManager
-    from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+    from executorch.exir import EdgeCompileConfig, lowered_backend_module, to_edge_transform_and_lower
+    from executorch.exir.backend import backend_api
     from executorch.exir.pass_base import ExportPass
+    from executorch.exir.passes import SymToTensorPass
     from torch.export import ExportedProgram
 
     from parakeet_executorch.export.backends import partitioners
     from parakeet_executorch.export.load import read_metadata
+    from parakeet_executorch.export.program import export_methods
     from parakeet_executorch.export.xnnpack.shortcuts import (
         decompose_in_one_retrace,
         defer_partition_recompiles,
@@ -108,10 +110,6 @@ def test_shortcuts_are_taken_and_undone(nemo_model, monkeypatch):
         skip_inert_passes,
         skip_unchanged_retraces,
     )
-    from executorch.exir.backend import backend_api
-    from executorch.exir import lowered_backend_module
-    from executorch.exir.passes import SymToTensorPass
-    from parakeet_executorch.export.program import export_methods
 
     saved = (
         ExportPass.call,
@@ -225,9 +223,8 @@ def test_a_dead_preprocess_worker_fails_the_export(monkeypatch):
     if not sys.platform.startswith("linux"):
         pytest.skip("parallel preprocess is Linux-only; elsewhere partitions run one after the other")
     monkeypatch.setattr(shortcuts.parallel, "_preprocess_job", _die)
-    with shortcuts.parallel_preprocess(workers=2):
-        with pytest.raises(BrokenProcessPool):
-            XnnpackBackend.preprocess_multimethod({"encoder": [None, None]}, {"encoder": [[], []]})
+    with shortcuts.parallel_preprocess(workers=2), pytest.raises(BrokenProcessPool):
+        XnnpackBackend.preprocess_multimethod({"encoder": [None, None]}, {"encoder": [[], []]})
 
 
 # torchao's affine ops as the 8da4w / 8da8w / weight-only recipes put them in a graph: (op, args builder)
@@ -402,9 +399,9 @@ def test_merge_checks_agree_with_executorch_on_every_pair(tiny_nemo, monkeypatch
 
     from parakeet_executorch.export.backends import partitioners
     from parakeet_executorch.export.load import load_nemo_model, read_metadata
-    from parakeet_executorch.export.xnnpack.shortcuts import merge_checks
     from parakeet_executorch.export.program import export_methods
     from parakeet_executorch.export.recipes import quantize_model
+    from parakeet_executorch.export.xnnpack.shortcuts import merge_checks
 
     model = load_nemo_model(str(tiny_nemo))
     quantize_model(model, "fpa4w", "none", 32)

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import SAMPLE_RATE
 from nemo_reference import assert_same_transcript, nemo_transcribe, runner_result
+
+from conftest import SAMPLE_RATE
 
 
 def test_tiny_model_emits_tokens_across_the_clip(nemo_model, jfk_audio):

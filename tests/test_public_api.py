@@ -8,6 +8,7 @@ import sys
 import numpy as np
 
 import parakeet_executorch as pe
+
 from conftest import SAMPLE_RATE, make_transcriber
 
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from parakeet_executorch.export.recipe_registry import REGISTRY, RECIPES, get_recipe, recipes_on
+from parakeet_executorch.export.recipe_registry import RECIPES, REGISTRY, get_recipe, recipes_on
 
 
 def test_recipes_are_frozen_and_unique():

@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import SAMPLE_RATE, export_tiny, make_transcriber
 from nemo_reference import nemo_transcribe, runner_result
 from parakeet_executorch.export.recipe_registry import get_recipe
 from parakeet_executorch.export.recipes import RecipeError, check_recipe, quantize_model
+
+from conftest import SAMPLE_RATE, export_tiny, make_transcriber
 
 # (recipe, backend) pairs that run on this machine.
 RUNNABLE = [("8da4w", "xnnpack"), ("8da8w", "xnnpack"), ("8w", "portable"), ("fpa4w", "xnnpack"), ("fpa4w", "portable")]
@@ -180,9 +181,7 @@ def test_xnnpack_weight_only_int8_fault_is_still_there():
 
 def test_layer_with_k_not_divisible_by_group_size_is_skipped_and_strict_fails(tiny_nemo, tmp_path, capsys):
     from parakeet_executorch.export.cli import main as export_main
-
     from parakeet_executorch.export.load import load_nemo_model
-
     from parakeet_executorch.export.pointwise import convert_pointwise_convs
 
     # Group size 256 divides only the tiny model's K = 256 and 512 linears; the K = 64 ones must be reported,

@@ -39,11 +39,11 @@ def encoder_programs(nemo_model, tiny_meta):
 @pytest.fixture(scope="session")
 def lowered_encoder(encoder_programs):
     """The rewritten encoder lowered through backends.partitioners("xnnpack"), as an ExecuTorch program manager."""
+    import copy
+
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 
     from parakeet_executorch.export.backends import partitioners
-
-    import copy
 
     _, rewritten = encoder_programs
     parts, programs = partitioners("xnnpack", {"encoder": copy.deepcopy(rewritten)})  # lowering consumes it

@@ -10,9 +10,10 @@ and resampling. The C++ runner reads the same blocks and feeds libsoxr the same 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 import numpy as np
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
-
 from importlib.resources import files
+from pathlib import Path
 
 from .library_log import VERBOSE_HELP, quiet_cli
 

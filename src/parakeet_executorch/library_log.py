@@ -26,8 +26,9 @@ import functools
 import logging
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import TextIO
 
 VERBOSE_FLAGS = ("-v", "--verbose")
 VERBOSE_HELP = (
@@ -35,7 +36,7 @@ VERBOSE_HELP = (
     "writing them to a log file in the user cache directory"
 )
 
-_active: "_LibraryLog | None" = None  # the one log open in this process (nested CLIs share the outer one)
+_active: _LibraryLog | None = None  # the one log open in this process (nested CLIs share the outer one)
 
 
 class _LibraryLog:

@@ -14,10 +14,10 @@ written atomically (a temporary file renamed into place), so a failure leaves no
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from .report import EncoderRewrites, ExportReport, PartQuantization, QuantizationSummary, StageTiming
 
@@ -139,7 +139,6 @@ class _Export:
 
     def run(self) -> ExportReport:
         import torch
-
         from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge_transform_and_lower
 
         from .backends import partitioners

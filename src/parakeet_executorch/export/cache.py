@@ -16,8 +16,8 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 KEEP = 8  # entries kept; each demo export is ~10 MB
 EXPORT_FILES = ("model.pte", "tokenizer.model", "export_report.json")

@@ -21,8 +21,8 @@ and lowbit's group sizes are imported when asked for.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 
 def _lowbit_group_sizes() -> tuple[int, ...]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .recipe_registry import REGISTRY, RECIPES, get_recipe
+from .recipe_registry import RECIPES, REGISTRY, get_recipe
 
 EMBEDDING_RECIPES = ("none", "4w", "8w")
 

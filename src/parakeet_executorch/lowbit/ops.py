@@ -20,7 +20,7 @@ import os
 
 import torch
 
-from .packing import pack_lowbit, unit_layout, unpack_lowbit
+from .packing import pack_lowbit, unit_layout
 from .qparams import ACT_DTYPES, GROUP_SIZES
 
 log = logging.getLogger(__name__)

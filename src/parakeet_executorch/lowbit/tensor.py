@@ -65,7 +65,7 @@ class UIntxWeight(torch.Tensor):
         group_size: int = 32,
         algorithm: str = "hqq",
         dtype: torch.dtype | None = None,
-    ) -> "UIntxWeight":
+    ) -> UIntxWeight:
         """Quantize a float ``[N, K]`` weight.
 
         Args:
@@ -106,7 +106,7 @@ class UIntxWeight(torch.Tensor):
         bitwidth, group_size, shape = meta
         return cls(inner["packed"], inner["scale"], inner["zero"], bitwidth, group_size, shape)
 
-    def _apply_inner(self, fn) -> "UIntxWeight":
+    def _apply_inner(self, fn) -> UIntxWeight:
         return UIntxWeight(
             fn(self.packed), fn(self.scale), fn(self.zero), self.bitwidth, self.group_size, tuple(self.shape)
         )

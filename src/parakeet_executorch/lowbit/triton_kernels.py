@@ -185,7 +185,7 @@ def linear_4bit_large_m(
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _sm_count(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
 

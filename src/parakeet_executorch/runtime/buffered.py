@@ -51,7 +51,7 @@ class ContextSize:
     @classmethod
     def from_seconds(
         cls, left: float, chunk: float, right: float, window_stride: float, subsampling_factor: int
-    ) -> "ContextSize":
+    ) -> ContextSize:
         """Round seconds down to whole encoder frames as NeMo's script does:
         ``int(seconds * (1 / window_stride) / subsampling_factor)``.
 

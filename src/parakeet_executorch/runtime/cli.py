@@ -14,9 +14,9 @@ import argparse
 import sys
 import time
 import warnings
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from ..library_log import VERBOSE_HELP, quiet_cli
 from .formats import LEVELS

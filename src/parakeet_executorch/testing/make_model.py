@@ -41,9 +41,8 @@ def build_model(size: str, seed: int, work_dir: str | Path):
         the NeMo model in eval mode on CPU.
     """
     import torch
-    from omegaconf import OmegaConf
-
     from nemo.collections.asr.models import EncDecRNNTBPEModel
+    from omegaconf import OmegaConf
 
     from .tokenizer_corpus import train_tokenizer
 

@@ -44,7 +44,7 @@ SENTENCE_WORDS = (3, 24)
 TEST_PERCENT, DEV_PERCENT = 6, 3
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _rows() -> tuple[tuple[str, float, str], ...]:
     rows = []
     for line in WORDS_FILE.read_text().splitlines():
@@ -63,7 +63,7 @@ def zipf() -> dict[str, float]:
     return {w: z for w, z, _ in _rows()}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def homophone_groups() -> tuple[tuple[str, ...], ...]:
     """Groups of two or more vocabulary words with the same espeak-ng pronunciation, most frequent first."""
     groups: dict[str, list[str]] = {}
@@ -72,7 +72,7 @@ def homophone_groups() -> tuple[tuple[str, ...], ...]:
     return tuple(tuple(g) for g in groups.values() if len(g) > 1)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def heldout_words() -> frozenset[str]:
     """The 250 words that only test material contains (see the module docstring for the rule)."""
     shared = {w for g in homophone_groups() for w in g}
@@ -80,7 +80,7 @@ def heldout_words() -> frozenset[str]:
     return frozenset(random.Random(HELDOUT_WORD_SEED).sample(candidates, HELDOUT_WORDS))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _sequence_words(training: bool) -> tuple[tuple[str, ...], tuple[float, ...]]:
     """Words and weights for random sequences: training drops held-out words and the non-first homophones."""
     z = zipf()
@@ -219,7 +219,7 @@ def _bucket(sentence: str) -> int:
     return int(hashlib.sha256(b"demo-v2:" + sentence.encode()).hexdigest(), 16) % 100
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def sentence_split() -> dict[str, tuple[str, ...]]:
     """``{"train": ..., "dev": ..., "test": ...}`` over ``data/sentences.txt`` (rule in the module docstring)."""
     held = heldout_words()

@@ -35,9 +35,8 @@ def build_model(tokenizer_dir: Path, size: str, seed: int):
         seed: torch seed for the initial weights.
     """
     import torch
-    from omegaconf import OmegaConf
-
     from nemo.collections.asr.models import EncDecRNNTBPEModel
+    from omegaconf import OmegaConf
 
     from ..testing.config import model_config
 

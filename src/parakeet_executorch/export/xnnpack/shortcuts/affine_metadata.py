@@ -7,7 +7,6 @@ from contextlib import contextmanager
 
 import torch
 
-
 # An 8da4w / 8da8w graph carries, per linear, torchao's choose_qparams_affine, quantize_affine and two
 # dequantize_affine ops. torchao registers them as CompositeImplicitAutograd Python functions, so every replay
 # through fake tensors (XNNPACK's metadata replays, see retraces.py; the fake evaluation of preserved ops in

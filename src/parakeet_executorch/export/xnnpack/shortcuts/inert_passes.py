@@ -7,7 +7,6 @@ from unittest import mock
 
 import torch
 
-
 # Some ExportPass subclasses only rewrite ops of one kind, during a full replay of the graph through fake tensors
 # (~10 s per pass for the full-size encoder). Three run while converting to the Edge dialect, two more in every
 # XNNPACK partition's preprocess; a Parakeet graph has no op of their kind by then, and the replay rebuilds the

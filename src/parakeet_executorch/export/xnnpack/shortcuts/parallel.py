@@ -11,7 +11,6 @@ import torch
 from .inert_passes import skip_inert_passes
 from .retraces import skip_unchanged_retraces
 
-
 _jobs: list = []  # (backend class, edge program, compile specs), read by forked workers
 
 
