@@ -182,8 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     (args.out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     lines = [
-        f"Long recording ({results['recording']}): {len(rows)} held-out clips, {recording_s / 60:.1f} min; clip by clip WER "
-        f"{100 * wer_clips:.2f} %. Encoder frame {1000 * frame_s:.0f} ms.",
+        f"Long recording ({results['recording']}): {len(rows)} held-out clips, {recording_s / 60:.1f} min; "
+        f"clip by clip WER {100 * wer_clips:.2f} %. Encoder frame {1000 * frame_s:.0f} ms.",
         "",
         "| left \\| chunk \\| right (s) | WER one file | vs clip by clip | time-aligned WER | words timed | "
         "within 1 frame | median / p95 / max \\|Δt\\| (ms) | monotonic |",

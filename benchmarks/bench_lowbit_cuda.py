@@ -89,7 +89,8 @@ def main(argv=None):
         f"# lowbit op on CUDA: {torch.cuda.get_device_name(dev)}",
         "",
         f"- date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
-        f"- device: {torch.cuda.get_device_name(dev)} ({torch.cuda.get_device_properties(dev).multi_processor_count} SMs)",
+        f"- device: {torch.cuda.get_device_name(dev)} "
+        f"({torch.cuda.get_device_properties(dev).multi_processor_count} SMs)",
         f"- torch {torch.__version__} (CUDA {torch.version.cuda}), triton {tri}",
         f"- op: torchao::_linear_fp_act_{nb}bit_weight, group_size {g}; CUDA backend at M <= {ops.SMALL_M}: "
         f"`{ops.cuda_backend() if nb == 4 else 'torch'}` (`torch` above)",

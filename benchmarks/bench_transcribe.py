@@ -66,7 +66,7 @@ def run_steps(steps: list[tuple[str, list[str], Path]], jobs: int) -> dict[str, 
     while pending or running:
         while pending and len(running) < jobs:
             name, cmd, log = pending.pop(0)
-            f = open(log, "w")
+            f = open(log, "w")  # noqa: SIM115 (closed when the process is reaped, below)
             p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=_env())
             running[p.pid] = (name, time.perf_counter(), f)
             print(f"  [{name}] started", flush=True)
@@ -90,7 +90,7 @@ class Worker:
 
     def __init__(self, name: str, args: list[str], log: Path):
         self.name = name
-        self.log = open(log, "w")
+        self.log = open(log, "w")  # noqa: SIM115 (the worker's stderr while it lives; closed in close())
         self.proc = subprocess.Popen(
             [sys.executable, str(WORKER), "serve", *args],
             stdin=subprocess.PIPE,
@@ -241,7 +241,7 @@ def markdown(res: dict) -> str:
         + ["peak RSS MB", "load s", f"× NeMo @{last} s", f"× ORT int8 @{last} s", "agreement vs fp32"]
     )
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for name, s in systems.items():
+    for s in systems.values():
         cells = [s["system"], s["recipe"], fmt(s.get("size_mb"))]
         for L in lengths:
             k = f"{L:g}"
@@ -275,7 +275,7 @@ def markdown(res: dict) -> str:
         "| system | recipe | audio s | preprocess s | encoder s | decoder loop s | encoder share |",
         "|---|---|---|---|---|---|---|",
     ]
-    for name, s in systems.items():
+    for s in systems.values():
         for k, st in s.get("stages_s", {}).items():
             total = sum(st.values()) or float("nan")
             prof.append(

@@ -402,7 +402,7 @@ def test_state_dict_roundtrip_safetensors(tmp_path):
     path = tmp_path / "m.safetensors"
     safetensors.save_file(tensors, str(path), metadata=meta)
     with safe_open(str(path), "pt") as f:
-        loaded = {k: f.get_tensor(k) for k in f.keys()}
+        loaded = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (a safe_open handle is not iterable)
         meta2 = f.metadata()
     fresh = _quantized(seed=2, bitwidth=3, group_size=32)
     fresh.load_state_dict(lowbit.unflatten_state_dict(loaded, meta2))

@@ -109,7 +109,7 @@ def test_weight_is_subclass_until_export():
 
     m = _Model()
     quantize_(m, UIntxWeightOnlyConfig())
-    assert all(isinstance(l.weight, UIntxWeight) for l in (m.a, m.b, m.c))
+    assert all(isinstance(lin.weight, UIntxWeight) for lin in (m.a, m.b, m.c))
 
 
 def test_static_archive_for_cpp_runner():

@@ -14,7 +14,7 @@ from parakeet_executorch.training.tdt_loss import tdt_loss
 DURATIONS = [0, 1, 2, 3, 4]
 
 
-def _case(seed: int, B=3, T=7, U=4, V=6, D=len(DURATIONS)):
+def _case(seed: int, B=3, T=7, U=4, V=6, D=len(DURATIONS)):  # noqa: B008 (a constant)
     g = torch.Generator().manual_seed(seed)
     logits = torch.randn(B, T, U + 1, V + 1 + D, generator=g, dtype=torch.float64) * 2
     targets = torch.randint(0, V, (B, U), generator=g)

@@ -17,7 +17,8 @@ handlers that loggers bring of their own pointed at the file instead of the term
 returns. torch and NeMo create those handlers when they are first imported, which happens inside ``main``; so while
 the log is open, a ``logging.StreamHandler`` made for the terminal is made for the file instead (and put back on
 the terminal when the log closes). Only logging and warnings are redirected, selected by where they are emitted,
-never our own ``print``s: progress, results and ``error:`` lines still show. When ``main`` fails, one line names the log file.
+never our own ``print``s: progress, results and ``error:`` lines still show. When ``main`` fails, one line names the log
+file.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 The Python runner decides "punctuation" with ``unicodedata.category(ch).startswith("P")`` and "whitespace" with
 ``re``'s ``\\s`` (``str.isspace``); the C++ runner uses these tables so the two agree code point for code point
-without pulling in ICU. Run: ``python examples/parakeet/tools/gen_unicode_tables.py > examples/parakeet/runner/unicode_tables.inc``
+without pulling in ICU. Run:
+``python examples/parakeet/tools/gen_unicode_tables.py > examples/parakeet/runner/unicode_tables.inc``
 """
 
 import sys

@@ -192,9 +192,11 @@ class _Export:
                     constant_methods=meta.constant_methods(),
                     compile_config=EdgeCompileConfig(_check_ir_validity=False),
                 )
-        with self._stage("to_executorch (memory planning, emit)"):
-            with faster_tracing(shortcuts=opts.lowering_shortcuts) if xnnpack else nullcontext():
-                program = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=True))
+        with (
+            self._stage("to_executorch (memory planning, emit)"),
+            faster_tracing(shortcuts=opts.lowering_shortcuts) if xnnpack else nullcontext(),
+        ):
+            program = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=True))
         with self._stage("serialize"):
             pte, tokenizer = self.out_dir / "model.pte", self.out_dir / "tokenizer.model"
             write_atomically(pte, program.buffer)

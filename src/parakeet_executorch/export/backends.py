@@ -34,12 +34,11 @@ def check_host(backend: str, dtype: str) -> None:
             )
         if not torch.backends.mps.is_available():
             raise BackendError("--backend metal needs the MPS device, which PyTorch reports unavailable on this Mac")
-    if backend == "cuda":
-        if not torch.cuda.is_available():
-            raise BackendError(
-                "--backend cuda needs an NVIDIA GPU with a CUDA build of PyTorch and Triton at export "
-                "time; this host has none. Export on a CUDA machine, or pick xnnpack."
-            )
+    if backend == "cuda" and not torch.cuda.is_available():
+        raise BackendError(
+            "--backend cuda needs an NVIDIA GPU with a CUDA build of PyTorch and Triton at export "
+            "time; this host has none. Export on a CUDA machine, or pick xnnpack."
+        )
 
 
 def partitioners(backend: str, programs: dict[str, ExportedProgram]):

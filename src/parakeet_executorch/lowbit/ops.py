@@ -4,7 +4,8 @@ Schemas are torchao's::
 
     _pack_weight_{n}bit(Tensor W) -> Tensor
     _linear_fp_act_{n}bit_weight(Tensor A, Tensor B, int group_size, Tensor S, Tensor Z) -> Tensor
-    _linear_fp_act_{n}bit_weight.out(Tensor A, Tensor B, int group_size, Tensor S, Tensor Z, *, Tensor(a!) out) -> Tensor(a!)
+    _linear_fp_act_{n}bit_weight.out(Tensor A, Tensor B, int group_size, Tensor S, Tensor Z, *,
+                                     Tensor(a!) out) -> Tensor(a!)
 
 Where torchao's own MPS library is loadable (a Mac with a torchao source build), it is loaded
 first and its definitions and MPS kernels are used; this module then only adds the kernels

@@ -198,7 +198,8 @@ def choose_qparams_hqq(
 def choose_qparams(
     weight: torch.Tensor, bitwidth: int, group_size: int, algorithm: str = "hqq", dtype: torch.dtype = torch.float32
 ):
-    """Dispatch to :func:`choose_qparams_min_max` (``"min_max"``, alias ``"minmax"``) or :func:`choose_qparams_hqq` (``"hqq"``).
+    """Dispatch to :func:`choose_qparams_min_max` (``"min_max"``, alias ``"minmax"``) or :func:`choose_qparams_hqq`
+    (``"hqq"``).
 
     Raises ``ValueError`` for an unknown algorithm name.
     """

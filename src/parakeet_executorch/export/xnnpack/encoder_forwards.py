@@ -203,10 +203,8 @@ def _masked_conv_forward(self, x, lengths):
     for layer in self:
         x = layer(x * keep)
         if getattr(layer, "stride", (1, 1)) != (1, 1):
-            if hasattr(layer, "_left_padding"):  # NeMo's CausalConv2D
-                padding = (layer._left_padding, layer._right_padding)
-            else:
-                padding = layer.padding
+            # NeMo's CausalConv2D keeps its own left and right padding.
+            padding = (layer._left_padding, layer._right_padding) if hasattr(layer, "_left_padding") else layer.padding
             valid = calculate_conv_output_size(valid, layer.kernel_size[0], layer.stride[0], padding)
             keep = _time_keep(x, valid.long())
     return x * keep, valid.long()

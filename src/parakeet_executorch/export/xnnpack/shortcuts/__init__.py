@@ -33,11 +33,11 @@ from contextlib import contextmanager
 
 from .affine_metadata import fast_affine_metadata
 from .decompositions import decompose_in_one_retrace, skip_empty_decompositions
-from .inert_passes import _inert_pass_predicates, skip_inert_passes
+from .inert_passes import _inert_pass_predicates, skip_inert_passes  # noqa: F401 (tests import the helper here)
 from .merge_checks import fast_merge_checks
 from .parallel import parallel_preprocess
 from .recompiles import defer_partition_recompiles
-from .retraces import _replay_transforms, graph_fingerprint, skip_unchanged_retraces
+from .retraces import _replay_transforms, graph_fingerprint, skip_unchanged_retraces  # noqa: F401 (as above)
 
 __all__ = [
     "EXPECTED_EXECUTORCH",
