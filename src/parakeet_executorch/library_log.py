@@ -46,7 +46,7 @@ class _LibraryLog:
         self.stream = stream
         self.handler = logging.StreamHandler(stream)
         self.handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        self.redirected: list[tuple[logging.StreamHandler, TextIO]] = []
+        self.redirected: list[tuple[logging.StreamHandler, TextIO | None]] = []
         self.root_level = logging.getLogger().level
 
     def open(self) -> None:
@@ -58,7 +58,7 @@ class _LibraryLog:
             if handler is not log.handler and log._is_terminal(handler.stream):
                 log.redirected.append((handler, handler.setStream(log.stream)))
 
-        logging.StreamHandler.__init__ = init
+        logging.StreamHandler.__init__ = init  # type: ignore[method-assign]  # undone in close()
         root = logging.getLogger()
         root.addHandler(self.handler)
         if root.level > logging.INFO or root.level == logging.NOTSET:
@@ -90,7 +90,7 @@ class _LibraryLog:
                     self.redirected.append((handler, handler.setStream(self.stream)))
 
     def close(self) -> None:
-        logging.StreamHandler.__init__ = self.original_init
+        logging.StreamHandler.__init__ = self.original_init  # type: ignore[method-assign]  # undoes our patch
         for handler, stream in reversed(self.redirected):
             if handler.stream is self.stream:
                 handler.setStream(stream)

@@ -47,7 +47,7 @@ def _source_hash() -> str:
 def _versions() -> dict:
     from importlib import metadata
 
-    out = {}
+    out: dict[str, str | None] = {}
     for dist in ("parakeet-executorch", "executorch", "torch", "torchao", "nemo_toolkit"):
         try:
             out[dist] = metadata.version(dist)
@@ -139,7 +139,9 @@ def cached_export(
     from ..user_cache import cache_root
 
     if export is None:
-        from .cli import main as export
+        from .cli import main
+
+        export = main
     export_dir = Path(export_dir)
     argv = ["--model", model, "--backend", backend, "--output-dir", str(export_dir), *options]
     model_file = Path(model)

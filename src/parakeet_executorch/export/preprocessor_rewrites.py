@@ -158,8 +158,8 @@ def ordered_sum(x: torch.Tensor, length: torch.Tensor, max_length: int | None = 
         :, :, :blocks_max
     ]
     acc = _upper_levels(block_sums, 2)  # [B, F, ILP, LANES]
-    leftover = gather(items * group, (ILP - 1) * LANES, vectors * LANES)
-    leftover = torch.stack(leftover, -1).reshape(batch, features, ILP - 1, LANES)
+    leftover_parts = gather(items * group, (ILP - 1) * LANES, vectors * LANES)
+    leftover = torch.stack(leftover_parts, -1).reshape(batch, features, ILP - 1, LANES)
     acc0 = _in_order([acc[..., 0, :]] + list(torch.unbind(leftover, 2)))
     acc0 = _in_order([acc0] + [acc[..., k, :] for k in range(1, ILP)])
     tail = gather(vectors * LANES, LANES - 1, n)

@@ -182,7 +182,7 @@ def quantize_embedding(root: torch.nn.Module, name: str, recipe: str, group_size
         report.weight_bytes_after = report.weight_bytes_before
         return report
     gran = PerAxis(0) if group_size == 0 else PerGroup(group_size)
-    dtype = torch.int4 if recipe == "4w" else torch.int8
+    dtype = torch.int4 if recipe == "4w" else torch.int8  # type: ignore[attr-defined]  # not in torch's stubs
     quantize_(root, IntxWeightOnlyConfig(weight_dtype=dtype, granularity=gran), filter_fn=lambda m, fqn: fqn == name)
     report.quantized = 1
     report.weight_bytes_after = _nbytes(dict(root.named_modules())[name].weight)

@@ -172,7 +172,7 @@ def linear_reference_kernel(A, B, group_size, S, Z, bitwidth: int, out: torch.Te
             acc = torch.mm(zc, asum.t())
             for slot, plane in _planes(B[n0:n1], bitwidth):
                 w = torch.mul(plane.view(nc, G, -1), sc).view(nc, kv)
-                acc.addmm_(w, a_slots[slot].t())
+                acc.addmm_(w, a_slots[slot].t())  # type: ignore[index]  # set whenever small
             out[:, n0:n1] = acc.t()
         else:
             # Write each plane's q into its K positions of a chunk buffer, scale it in one pass,

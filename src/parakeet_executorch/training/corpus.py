@@ -191,12 +191,16 @@ def training_set(
     rng = random.Random(seed)
     out: list[Clip] = []
     total_s = long_s = 0.0
-    while (len(out) < clips) if clips is not None else (total_s < hours * 3600):
+    # hours is only read when clips is None, where the caller gives it (it defaults to 24).
+    while (len(out) < clips) if clips is not None else (total_s < hours * 3600):  # type: ignore[operator]
         voice = _train_voice(rng)
         long = long_fraction > 0 and long_s <= long_fraction * total_s
         target = rng.uniform(*LONG_SECONDS) if long else 0.0
         mixed = long and mixed_voice_fraction > 0 and rng.random() < mixed_voice_fraction
-        segments, kinds, voices, est = [], [], [], 0.0
+        segments: list = []
+        kinds: list = []
+        voices: list = []
+        est = 0.0
         while not segments or est < target:
             seg, kind = _train_segment(rng)
             segments.append(seg)
@@ -360,7 +364,9 @@ def long_recording(
     Raises:
         ValueError: the recording is shorter than ``min_seconds``.
     """
-    parts, rows, pos = [], [], 0
+    parts: list[np.ndarray] = []
+    rows: list[dict] = []
+    pos = 0
     for clip, a in zip(clips, audio):
         gen = np.random.default_rng(clip.seed)
         if parts:

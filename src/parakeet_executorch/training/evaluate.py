@@ -24,6 +24,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 DEFAULT_RECIPES = ["none:xnnpack", "none:portable", "fpa4w:xnnpack", "8da4w:xnnpack", "8da8w:xnnpack", "8w:portable"]
 SETS = ("random", "sentences", "festival")
@@ -153,7 +154,7 @@ def nemo_system(model_path: str, sets: dict) -> dict:
 
     model = load_nemo_model(model_path)
     model.eval()
-    out = {}
+    out: dict[str, Any] = {}
     t0 = time.perf_counter()
     for name in (*SETS, "long"):
         hyps = model.transcribe([r["path"] for r in sets[name]], batch_size=16, verbose=False)
@@ -227,7 +228,7 @@ def pte_system(model_path: str, recipe: str, backend: str, group_size: int | Non
 def score(sets: dict, hyps: dict, eager: dict | None) -> dict:
     """WERs of one system's transcripts (see the module docstring), and clips equal to NeMo eager's."""
     refs = {name: [r["text"] for r in sets[name]] for name in (*SETS, "long")}
-    result = {f"wer_{name}": word_error_rate(refs[name], hyps[name]) for name in SETS}
+    result: dict[str, Any] = {f"wer_{name}": word_error_rate(refs[name], hyps[name]) for name in SETS}
     result["wer_long_clips"] = word_error_rate(refs["long"], hyps["long"])
     text, words = hyps["long_file"]
     result["wer_long_file"] = word_error_rate([" ".join(refs["long"])], [text])

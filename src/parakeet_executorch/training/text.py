@@ -223,7 +223,7 @@ def _bucket(sentence: str) -> int:
 def sentence_split() -> dict[str, tuple[str, ...]]:
     """``{"train": ..., "dev": ..., "test": ...}`` over ``data/sentences.txt`` (rule in the module docstring)."""
     held = heldout_words()
-    split = {"train": [], "dev": [], "test": []}
+    split: dict[str, list[str]] = {"train": [], "dev": [], "test": []}
     for s in SENTENCES_FILE.read_text().splitlines():
         if not s or s.startswith("#"):
             continue
@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     the split's sizes."""
     import argparse
 
-    p = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])  # type: ignore[union-attr]  # has one
     p.add_argument("--fortunes", type=Path, default=FORTUNES_DIR)
     args = p.parse_args(argv)
     n = write_sentences(args.fortunes)

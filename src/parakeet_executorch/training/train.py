@@ -60,7 +60,8 @@ def _batches(lengths: list[int], batch_size: int, rng: random.Random, max_sample
     samples (clips x longest clip), so batches of 40 s clips are smaller than batches of 3 s ones.
     """
     order = sorted(range(len(lengths)), key=lambda i: (lengths[i], rng.random()))
-    chunks, cur = [], []
+    chunks: list = []
+    cur: list = []
     for i in order:
         if cur and (len(cur) == batch_size or (max_samples and (len(cur) + 1) * lengths[i] > max_samples)):
             chunks.append(cur)
@@ -124,7 +125,7 @@ def _make_data(args, log: dict) -> dict:
         ``train_texts``, ``audio`` (int16 arrays, 16 kHz), ``dev_texts``, ``dev_audio`` (float32) and ``sample``
         ((text, audio) of the shipped sample's recipe).
     """
-    from collections import Counter
+    from collections import defaultdict
 
     from . import corpus, text
 
@@ -143,7 +144,7 @@ def _make_data(args, log: dict) -> dict:
     sample = corpus.sample_clip()
     seconds = [len(a) / 16000 for a in audio]
     long = [s for c, s in zip(clips, seconds) if len(c.texts) > 1]
-    hours_by = Counter()
+    hours_by: dict[str, float] = defaultdict(float)
     for c, sec in zip(clips, seconds):
         hours_by[c.voice.synth] += sec / 3600
     log["train_hours"] = sum(seconds) / 3600
@@ -241,7 +242,8 @@ def train(args) -> dict:
         lengths = [len(a) for a in audio]
         max_samples = int(args.batch_seconds * 16000)
         model.train()
-        step, t_train, batches, skipped = 0, time.perf_counter(), [], 0
+        step, t_train, skipped = 0, time.perf_counter(), 0
+        batches: list = []
         next_checkpoint_s = args.checkpoint_every_minutes * 60
         while step < args.steps:
             if not batches:

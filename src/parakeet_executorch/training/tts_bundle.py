@@ -98,7 +98,9 @@ def unpack(folder: Path, prefix: Path) -> None:
                     dest.mkdir(parents=True, exist_ok=True)
                 elif m.isfile():
                     dest.parent.mkdir(parents=True, exist_ok=True)
-                    dest.write_bytes(tar.extractfile(m).read())
+                    member = tar.extractfile(m)
+                    assert member is not None  # a regular file member always has contents
+                    dest.write_bytes(member.read())
                     dest.chmod(m.mode & 0o777 | 0o600)
     stub = folder / "libpcaudio.so.0"
     if stub.is_file():

@@ -265,7 +265,7 @@ def xnnpack_friendly_encoder(
                 d = mod.normalized_shape[0]
                 ref = mod.weight if mod.weight is not None else next(encoder.parameters())
                 add_buffer(mod, "_xnn_avg_row", torch.full((1, d), 1.0 / d, dtype=ref.dtype, device=ref.device), names)
-                mod.forward = types.MethodType(_layer_norm_forward, mod)
+                mod.forward = types.MethodType(_layer_norm_forward, mod)  # type: ignore[method-assign]
             elif type(mod) is MaskedConvSequential:
                 mod.forward = types.MethodType(_masked_conv_forward, mod)
             elif type(mod) is RelPositionMultiHeadAttention and not getattr(mod, "use_pytorch_sdpa", False):

@@ -57,7 +57,7 @@ __all__ = [
 
 # The executorch release whose lowering code the shortcuts mirror (checked at run time, see shortcuts_apply).
 EXPECTED_EXECUTORCH = "1.5.1"
-_announced: set[str] = set()  # versions already reported on stderr: one line per process, not one per context
+_announced: set[str | None] = set()  # versions already reported on stderr: one line per process, not one per context
 
 
 def _executorch_version() -> str | None:

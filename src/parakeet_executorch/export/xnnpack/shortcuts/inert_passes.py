@@ -63,7 +63,7 @@ def _has_constant_op(graph_module) -> bool:
     """ConstPropPass folds an op whose arguments are all constants during the replay: Python values, or tensors
     a ``get_attr`` reads (the replay hands those over as real tensors; any other node is a fake value)."""
     for node in _op_nodes(graph_module):
-        inputs = []
+        inputs: list = []
         torch.fx.node.map_arg((node.args, node.kwargs), inputs.append)
         if all(n.op == "get_attr" for n in inputs):
             return True

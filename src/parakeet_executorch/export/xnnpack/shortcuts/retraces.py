@@ -33,7 +33,7 @@ def graph_fingerprint(graph_module: torch.fx.GraphModule) -> tuple:
         target = node.target if isinstance(node.target, str) else id(node.target)
         extra = None
         if node.op == "get_attr":
-            obj = graph_module
+            obj: object = graph_module
             for part in node.target.split("."):
                 obj = getattr(obj, part, None)
             extra = id(obj)
