@@ -1,4 +1,4 @@
-"""Export benchmark (issue 8): per recipe, export wall time, peak RSS, encoder delegate count, .pte size, and
+"""Export benchmark: per recipe, export wall time, peak RSS, encoder delegate count, .pte size, and
 encoder RTFx at 10 s and 60 s (jfk.wav looped), as JSON + a markdown table in --out DIR.
 
     python benchmarks/bench_export.py --size full --out /tmp/bench            # builds the test model first

@@ -1,4 +1,4 @@
-"""Smoke test of benchmarks/bench_transcribe.py (issue 6) at tiny size: it runs end to end, writes its three
+"""Smoke test of benchmarks/bench_transcribe.py at tiny size: it runs end to end, writes its three
 outputs, and the fp32 systems (NeMo eager, ONNX Runtime fp32, ExecuTorch fp32 via the Python and C++ runners)
 produce the same tokens. No timing assertions."""
 
@@ -68,7 +68,7 @@ def test_bench_transcribe_tiny(tmp_path):
 
 @pytest.mark.slow
 def test_bench_export_tiny(tmp_path):
-    """benchmarks/bench_export.py (issue 8) at tiny size: export time, peak RSS, delegate count, encoder RTFx and
+    """benchmarks/bench_export.py at tiny size: export time, peak RSS, delegate count, encoder RTFx and
     the ETDump profile all land in its table."""
     out = tmp_path / "bench"
     env = dict(os.environ, PYTHONPATH=str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))

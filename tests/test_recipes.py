@@ -235,7 +235,7 @@ def test_embedding_8w_on_portable_matches_eager(tiny_nemo, export_root, jfk_audi
 def test_recipe_pte_matches_eager_on_the_trained_demo_model(demo_nemo, export_root, heldout_speech, recipe, backend):
     """Issue 3's criterion on a trained model: the same transcript and >= 99.5 % joint argmax agreement.
 
-    On the trained demo model (issue 7) and ~40 s of held-out speech (554 encoder frames), every recipe's .pte
+    On the shipped trained demo model and ~40 s of held-out speech (554 encoder frames), every recipe's .pte
     agrees with its eager quantized model on 100 % of the frames (measured with the decoding context of
     ``joint_argmax_agreement``) and gives the same tokens. The random-weight tiny model above has near-ties on
     many frames, where the int8 activations of 8da* tip one way or the other (see ``MIN_AGREEMENT``).

@@ -3,7 +3,7 @@
 NeMo's ``ConformerConvolution`` holds ``pointwise_conv1`` (d -> 2d, split by GLU into value and gate) and
 ``pointwise_conv2`` (d -> d) as kernel-size-1 ``Conv1d`` layers. torchao's configs quantize ``nn.Linear`` only,
 so these stayed float under every recipe: 3 of a FastConformer layer's 25 d x d weight blocks, 302 MB of the
-762 MB fpa4w .pte of the full-size model, and a fifth of the 8da4w encoder's time on XNNPACK (issue 8's ETDump).
+762 MB fpa4w .pte of the full-size model, and a fifth of the 8da4w encoder's time on XNNPACK (its ETDump profile).
 
 A 1x1 convolution over [B, C, T] is a linear over the channel axis with the same weight values ([out, in, 1] ->
 [out, in]). ``convert_pointwise_convs`` swaps the modules before a recipe with ``quantizes_pointwise``
