@@ -1,6 +1,6 @@
 """The CI scripts run for real on the tiny test model: .ci/scripts/export_model_artifact.sh (xnnpack, incl. 8da4w;
 wrong name/backend pairs refused before any model loads) and .ci/scripts/test_model_e2e.sh (C++ runner against the
-Python runner on jfk.wav, and against expected text); plus the linters over the workflows and shell scripts.
+Python runner on jfk.wav, and against expected text); plus lint.sh (workflows, shell scripts, Python, C++).
 
 The metal and cuda workflows cannot run here (no Mac, no GPU); they are only linted.
 """
@@ -204,10 +204,13 @@ def test_workflows_name_the_ci_scripts():
 
 
 def test_lint_passes():
-    """actionlint over .github/workflows and shellcheck over .ci (lint.sh), and over the macOS script."""
+    """lint.sh: actionlint over .github/workflows, shellcheck over .ci, ruff, mypy, import-linter and clang-format;
+    and shellcheck over the macOS script."""
     proc = run([LINT], 600)
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
-    assert "no findings" in proc.stdout
+    assert "shellcheck: no findings" in proc.stdout
+    assert "kept, 0 broken." in proc.stdout  # import-linter
+    assert "clang-format:" in proc.stdout
     if shutil.which("shellcheck") is None:
         pytest.fail("shellcheck is not installed (apt-get install shellcheck)")
     proc = subprocess.run(["shellcheck", str(MACOS_E2E)], capture_output=True, text=True, timeout=120)
