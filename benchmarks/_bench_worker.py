@@ -167,7 +167,7 @@ def _token_counter(model, audio):
             return model.joint.project_prednet(g), state
 
         def joint(t, g):
-            out = model.joint.joint_after_projection(f[:, t:t + 1], g)[0, 0, 0]
+            out = model.joint.joint_after_projection(f[:, t : t + 1], g)[0, 0, 0]
             logits = out[:-n_dur].clone()
             logits[blank] += blank_bias
             return int(logits.argmax()), int(out[-n_dur:].argmax())
@@ -226,10 +226,18 @@ def prepare(base: str, out: str, audio_npy: str, target_rate: float, fixed_bias:
     tmp = out + ".partial"
     model.save_to(tmp)
     os.replace(tmp, out)
-    Path(report).write_text(json.dumps({
-        "blank_bias": bias, "tune_audio_s": seconds, "target_tokens_per_s": target_rate,
-        "tokens_per_s_before": before / seconds, "tokens_per_s_after": after / seconds,
-        "parameters": sum(p.numel() for p in model.parameters())}))
+    Path(report).write_text(
+        json.dumps(
+            {
+                "blank_bias": bias,
+                "tune_audio_s": seconds,
+                "target_tokens_per_s": target_rate,
+                "tokens_per_s_before": before / seconds,
+                "tokens_per_s_after": after / seconds,
+                "parameters": sum(p.numel() for p in model.parameters()),
+            }
+        )
+    )
     return 0
 
 
@@ -242,7 +250,6 @@ def onnx_export(nemo: str, out_dir: str, check_npy: str) -> int:
     import torch
     from nemo.collections.asr.models import ASRModel
     from nemo.utils import logging as nemo_logging
-
     from ort_tdt import featurize
 
     nemo_logging.setLevel(logging.ERROR)
@@ -254,19 +261,26 @@ def onnx_export(nemo: str, out_dir: str, check_npy: str) -> int:
     fz = model.preprocessor.featurizer
     window = fz.window.detach().numpy().astype(np.float32)
     fb = fz.fb.detach()[0].numpy().astype(np.float32)
-    meta = {"n_fft": int(fz.n_fft), "hop": int(fz.hop_length), "preemph": float(fz.preemph or 0.0),
-            "log_guard": float(2 ** -24), "blank_id": int(model.decoder.blank_idx),
-            "durations": [int(d) for d in model.cfg.decoding.durations],
-            "max_symbols": int(model.cfg.decoding.greedy.get("max_symbols", 10)),
-            "pred_layers": int(model.decoder.pred_rnn_layers), "pred_hidden": int(model.decoder.pred_hidden)}
+    meta = {
+        "n_fft": int(fz.n_fft),
+        "hop": int(fz.hop_length),
+        "preemph": float(fz.preemph or 0.0),
+        "log_guard": float(2**-24),
+        "blank_id": int(model.decoder.blank_idx),
+        "durations": [int(d) for d in model.cfg.decoding.durations],
+        "max_symbols": int(model.cfg.decoding.greedy.get("max_symbols", 10)),
+        "pred_layers": int(model.decoder.pred_rnn_layers),
+        "pred_hidden": int(model.decoder.pred_hidden),
+    }
     np.savez(out / "frontend.npz", window=window, fb=fb)
     (out / "meta.json").write_text(json.dumps(meta))
     audio = np.load(check_npy)
     with torch.inference_mode():
-        ref, ref_len = model.preprocessor(input_signal=torch.from_numpy(audio)[None],
-                                          length=torch.tensor([audio.shape[0]]))
+        ref, ref_len = model.preprocessor(
+            input_signal=torch.from_numpy(audio)[None], length=torch.tensor([audio.shape[0]])
+        )
     mine, mine_len = featurize(audio, window, fb, meta)
-    diff = float(np.abs(ref[0, :, :int(ref_len[0])].numpy() - mine[0, :, :mine_len]).max())
+    diff = float(np.abs(ref[0, :, : int(ref_len[0])].numpy() - mine[0, :, :mine_len]).max())
     meta["frontend_max_abs_diff_vs_nemo"] = diff
     meta["frontend_frames_equal"] = int(ref_len[0]) == mine_len
     (out / "meta.json").write_text(json.dumps(meta))
@@ -285,9 +299,13 @@ def onnx_quantize(src_dir: str, dst_dir: str) -> int:
     for name in ("encoder-model.onnx", "decoder_joint-model.onnx"):
         # MatMul/Gemm only: onnxruntime's CPU provider has no ConvInteger kernel for int8 weights, and the
         # subsampling convolutions are a small share of the work.
-        quantize_dynamic(str(src / name), str(dst / name), weight_type=QuantType.QInt8,
-                         op_types_to_quantize=["MatMul", "Gemm"],
-                         use_external_data_format=name.startswith("encoder"))
+        quantize_dynamic(
+            str(src / name),
+            str(dst / name),
+            weight_type=QuantType.QInt8,
+            op_types_to_quantize=["MatMul", "Gemm"],
+            use_external_data_format=name.startswith("encoder"),
+        )
     for name in ("frontend.npz", "meta.json"):
         shutil.copy(src / name, dst / name)
     return 0

@@ -1,4 +1,4 @@
-"""Export benchmark (issue 8): per recipe, export wall time, peak RSS, encoder delegate count, .pte size, and
+"""Export benchmark: per recipe, export wall time, peak RSS, encoder delegate count, .pte size, and
 encoder RTFx at 10 s and 60 s (jfk.wav looped), as JSON + a markdown table in --out DIR.
 
     python benchmarks/bench_export.py --size full --out /tmp/bench            # builds the test model first
@@ -155,26 +155,46 @@ def etdump_profile(pte: Path, seconds: float, out: Path, runs: int = 3) -> dict 
                     kind = re.sub(r"\s*#\d+$", "", event.name)
                     backend_ops[kind] = backend_ops.get(kind, 0.0) + ms
         slowest = sorted(range(len(delegates)), key=lambda i: -delegates[i])[:5]
-        return {"seconds": seconds, "runs": runs, "execute_ms": round(execute_ms, 1),
-                "delegate_ms": round(sum(delegates), 1), "portable_ops_ms": round(portable_ms, 1),
-                "delegate_calls": len(delegates),
-                "slowest_delegates": [[f"#{i}", round(delegates[i], 1)] for i in slowest],
-                "delegate_ops_ms": {k: round(v, 1) for k, v in sorted(backend_ops.items(), key=lambda kv: -kv[1])}}
+        return {
+            "seconds": seconds,
+            "runs": runs,
+            "execute_ms": round(execute_ms, 1),
+            "delegate_ms": round(sum(delegates), 1),
+            "portable_ops_ms": round(portable_ms, 1),
+            "delegate_calls": len(delegates),
+            "slowest_delegates": [[f"#{i}", round(delegates[i], 1)] for i in slowest],
+            "delegate_ops_ms": {k: round(v, 1) for k, v in sorted(backend_ops.items(), key=lambda kv: -kv[1])},
+        }
     except Exception as exc:  # profiling is optional: report why it was skipped
         return {"error": f"{type(exc).__name__}: {exc}"}
 
 
 def markdown(rows: list[dict]) -> str:
-    cols = ["recipe", "export_s", "export_peak_rss_gb", "encoder_delegates", "encoder_kernel_calls", "pte_mb",
-            "encoder_rtfx_10s", "encoder_rtfx_60s", "encoder_rtfx_best_10s", "encoder_rtfx_best_60s"]
+    cols = [
+        "recipe",
+        "export_s",
+        "export_peak_rss_gb",
+        "encoder_delegates",
+        "encoder_kernel_calls",
+        "pte_mb",
+        "encoder_rtfx_10s",
+        "encoder_rtfx_60s",
+        "encoder_rtfx_best_10s",
+        "encoder_rtfx_best_60s",
+    ]
     lines = [f"Host: {host()}.", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         lines.append("| " + " | ".join(str(r.get(c, "")) for c in cols) + " |")
     stage_rows = [r for r in rows if r.get("stages_s")]
     if stage_rows:
         names = list(dict.fromkeys(n for r in stage_rows for n in r["stages_s"]))
-        lines += ["", "Export stages (s), as `parakeet-export` prints them:", "",
-                  "| recipe | " + " | ".join(names) + " |", "|" + "---|" * (len(names) + 1)]
+        lines += [
+            "",
+            "Export stages (s), as `parakeet-export` prints them:",
+            "",
+            "| recipe | " + " | ".join(names) + " |",
+            "|" + "---|" * (len(names) + 1),
+        ]
         for r in stage_rows:
             lines.append(f"| {r['recipe']} | " + " | ".join(str(r["stages_s"].get(n, "")) for n in names) + " |")
     for r, e in ((r, r.get(key)) for r in rows for key in ("etdump", "etdump_60s")):
@@ -184,10 +204,12 @@ def markdown(rows: list[dict]) -> str:
             lines.append(f"\n{r['recipe']}: ETDump profile skipped: {e['error']}")
             continue
         ops = "; ".join(f"{name} {ms:.1f}" for name, ms in list(e["delegate_ops_ms"].items())[:6])
-        lines.append(f"\n{r['recipe']}, ETDump of the encoder on {e['seconds']:g} s (median of {e['runs']} runs after "
-                     f"a warm-up): execute {e['execute_ms']:.1f} ms; {e['delegate_calls']} XNNPACK delegate calls "
-                     f"{e['delegate_ms']:.1f} ms; portable kernels between them {e['portable_ops_ms']:.1f} ms. Inside "
-                     f"the delegates, by operator (ms): {ops}.")
+        lines.append(
+            f"\n{r['recipe']}, ETDump of the encoder on {e['seconds']:g} s (median of {e['runs']} runs after "
+            f"a warm-up): execute {e['execute_ms']:.1f} ms; {e['delegate_calls']} XNNPACK delegate calls "
+            f"{e['delegate_ms']:.1f} ms; portable kernels between them {e['portable_ops_ms']:.1f} ms. Inside "
+            f"the delegates, by operator (ms): {ops}."
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -212,8 +234,17 @@ def main(argv=None) -> int:
         if args.size:
             model = str(out / f"{args.size}.nemo")
             if not Path(model).is_file():
-                subprocess.check_call([sys.executable, "-m", "parakeet_executorch.testing.make_model", "--size",
-                                       args.size, "--out", model])
+                subprocess.check_call(
+                    [
+                        sys.executable,
+                        "-m",
+                        "parakeet_executorch.testing.make_model",
+                        "--size",
+                        args.size,
+                        "--out",
+                        model,
+                    ]
+                )
         recipes = args.recipes if args.recipes is not None else available_recipes()
         jobs = [(r, model, out / f"xnnpack-{r}" / "model.pte") for r in recipes]
     for recipe, model, pte in jobs:

@@ -52,8 +52,12 @@ def run_measured(cmd: list[str], log: Path, stdin=None) -> dict:
         out = proc.stdout.read()
         _, status, usage = os.wait4(proc.pid, 0)
     text = log.read_text()
-    rec = {"rc": os.waitstatus_to_exitcode(status), "process_s": round(time.perf_counter() - t0, 2),
-           "peak_rss_mb": round(usage.ru_maxrss / 1024, 1), "stdout_chars": len(out)}
+    rec = {
+        "rc": os.waitstatus_to_exitcode(status),
+        "process_s": round(time.perf_counter() - t0, 2),
+        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+        "stdout_chars": len(out),
+    }
     m = WALL.findall(text)
     if m:
         rec["wall_s"] = float(m[-1])
@@ -82,7 +86,6 @@ def write_audio(out: Path, seconds: float) -> Path:
 
 def live_latency(pte: Path, wav: Path, seconds: float, left: float, chunk: float, right: float) -> dict:
     """Feed ``seconds`` of ``wav`` in real time (0.1 s blocks) to a StreamingTranscriber; token delays."""
-    import numpy as np
 
     from parakeet_executorch.audio import load_audio
     from parakeet_executorch.runtime.buffered import ContextSize
@@ -105,34 +108,49 @@ def live_latency(pte: Path, wav: Path, seconds: float, left: float, chunk: float
             time.sleep(arrival - now)
         else:
             behind = max(behind, now - arrival)
-        result = stream.feed(audio[i:i + block])
+        result = stream.feed(audio[i : i + block])
         returned = time.perf_counter() - start
         delays += [returned - min(s.end, arrival) for s in result.tokens]
     delays.sort()
     frame = meta.window_stride * meta.subsampling_factor
-    return {"audio_s": seconds, "left_s": context.left * frame, "chunk_s": context.chunk * frame,
-            "right_s": context.right * frame, "floor_s": (context.chunk + context.right) * frame,
-            "tokens": len(delays), "median_s": round(statistics.median(delays), 3) if delays else None,
-            "p95_s": round(delays[int(0.95 * (len(delays) - 1))], 3) if delays else None,
-            "max_behind_real_time_s": round(behind, 3)}
+    return {
+        "audio_s": seconds,
+        "left_s": context.left * frame,
+        "chunk_s": context.chunk * frame,
+        "right_s": context.right * frame,
+        "floor_s": (context.chunk + context.right) * frame,
+        "tokens": len(delays),
+        "median_s": round(statistics.median(delays), 3) if delays else None,
+        "p95_s": round(delays[int(0.95 * (len(delays) - 1))], 3) if delays else None,
+        "max_behind_real_time_s": round(behind, 3),
+    }
 
 
 def markdown(res: dict) -> str:
-    lines = [f"# Long-form transcription, {res['size']} model, {res['recipe']} ({res['host']})", "",
-             f".pte {res['pte_mb']} MiB; threads: {res['threads']}; default contexts (left | chunk | right): "
-             f"{res['context']}", "",
-             "| runner | audio | mode | RTFx | vs single pass 60 s | peak RSS MiB | RSS / .pte | RSS vs 1 min |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# Long-form transcription, {res['size']} model, {res['recipe']} ({res['host']})",
+        "",
+        f".pte {res['pte_mb']} MiB; threads: {res['threads']}; default contexts (left | chunk | right): "
+        f"{res['context']}",
+        "",
+        "| runner | audio | mode | RTFx | vs single pass 60 s | peak RSS MiB | RSS / .pte | RSS vs 1 min |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in res["runs"]:
-        lines.append(f"| {r['runner']} | {r['audio_s'] / 60:g} min | {r['mode']} | {r.get('rtfx', '-')} | "
-                     f"{r.get('vs_single', '-')} | {r['peak_rss_mb']} | {r.get('rss_vs_pte', '-')} | "
-                     f"{r.get('rss_vs_1min', '-')} |")
+        lines.append(
+            f"| {r['runner']} | {r['audio_s'] / 60:g} min | {r['mode']} | {r.get('rtfx', '-')} | "
+            f"{r.get('vs_single', '-')} | {r['peak_rss_mb']} | {r.get('rss_vs_pte', '-')} | "
+            f"{r.get('rss_vs_1min', '-')} |"
+        )
     if res.get("live"):
         lv = res["live"]
-        lines += ["", f"Live path ({lv['audio_s']:g} s fed in real time, 0.1 s blocks; left {lv['left_s']:.2f} s, "
-                      f"chunk {lv['chunk_s']:.2f} s, right {lv['right_s']:.2f} s): token delay median "
-                      f"{lv['median_s']} s, p95 {lv['p95_s']} s over {lv['tokens']} tokens; theoretical floor "
-                      f"{lv['floor_s']:.2f} s; at most {lv['max_behind_real_time_s']} s behind real time."]
+        lines += [
+            "",
+            f"Live path ({lv['audio_s']:g} s fed in real time, 0.1 s blocks; left {lv['left_s']:.2f} s, "
+            f"chunk {lv['chunk_s']:.2f} s, right {lv['right_s']:.2f} s): token delay median "
+            f"{lv['median_s']} s, p95 {lv['p95_s']} s over {lv['tokens']} tokens; theoretical floor "
+            f"{lv['floor_s']:.2f} s; at most {lv['max_behind_real_time_s']} s behind real time.",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -161,8 +179,21 @@ def main(argv: list[str] | None = None) -> int:
         tune = out / "tune.npy"
         audio, _ = sf.read(str(JFK), dtype="float32")
         np.save(tune, audio)
-        subprocess.run([sys.executable, str(WORKER), "prepare", f"build:{args.size}:0", str(nemo), str(tune), "3.0",
-                        "auto", str(out / "model.json")], check=True, env=env)
+        subprocess.run(
+            [
+                sys.executable,
+                str(WORKER),
+                "prepare",
+                f"build:{args.size}:0",
+                str(nemo),
+                str(tune),
+                "3.0",
+                "auto",
+                str(out / "model.json"),
+            ],
+            check=True,
+            env=env,
+        )
     pte_dir = out / "pte" / args.recipe
     if not (pte_dir / "model.pte").exists():
         from _bench_worker import export_step
@@ -170,9 +201,12 @@ def main(argv: list[str] | None = None) -> int:
         from parakeet_executorch.export.api import ExportOptions
 
         backend, q = RECIPES[args.recipe]
-        subprocess.run(export_step(nemo, ExportOptions(backend=backend, quantize=q, max_audio_seconds=60.0,
-                                                       output_dir=pte_dir)),
-                       check=True, env=env, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            export_step(nemo, ExportOptions(backend=backend, quantize=q, max_audio_seconds=60.0, output_dir=pte_dir)),
+            check=True,
+            env=env,
+            stdout=subprocess.DEVNULL,
+        )
     pte = pte_dir / "model.pte"
     if args.prepare_only:
         return 0
@@ -184,14 +218,17 @@ def main(argv: list[str] | None = None) -> int:
 
     runs = []
     wav60 = write_audio(out, 60)
-    single = run_measured(py + ["--model", str(pte), str(wav60), "--chunk-seconds", "0"],
-                          out / "logs" / "py_single_60s.log")
+    single = run_measured(
+        py + ["--model", str(pte), str(wav60), "--chunk-seconds", "0"], out / "logs" / "py_single_60s.log"
+    )
     runs.append({"runner": "Python", "audio_s": 60, "mode": "single pass", **single})
     base = {"Python": single.get("wall_s")}
     have_cpp = CPP_RUNNER.exists() and not args.no_cpp
     if have_cpp:
-        c = run_measured([str(CPP_RUNNER), "--model_path", str(pte), "--audio_path", str(wav60),
-                          "--chunk_seconds", "0"], out / "logs" / "cpp_single_60s.log")
+        c = run_measured(
+            [str(CPP_RUNNER), "--model_path", str(pte), "--audio_path", str(wav60), "--chunk_seconds", "0"],
+            out / "logs" / "cpp_single_60s.log",
+        )
         runs.append({"runner": "C++", "audio_s": 60, "mode": "single pass", **c})
         base["C++"] = cpp_wall(c)
     for minutes in args.minutes:
@@ -199,8 +236,10 @@ def main(argv: list[str] | None = None) -> int:
         r = run_measured(py + ["--model", str(pte), str(wav)], out / "logs" / f"py_{minutes:g}min.log")
         runs.append({"runner": "Python", "audio_s": minutes * 60, "mode": "buffered", **r})
         if have_cpp:
-            c = run_measured([str(CPP_RUNNER), "--model_path", str(pte), "--audio_path", str(wav)],
-                             out / "logs" / f"cpp_{minutes:g}min.log")
+            c = run_measured(
+                [str(CPP_RUNNER), "--model_path", str(pte), "--audio_path", str(wav)],
+                out / "logs" / f"cpp_{minutes:g}min.log",
+            )
             runs.append({"runner": "C++", "audio_s": minutes * 60, "mode": "buffered", **c})
     one_min = {r["runner"]: r["peak_rss_mb"] for r in runs if r["mode"] == "buffered" and r["audio_s"] == 60}
     for r in runs:
@@ -214,9 +253,16 @@ def main(argv: list[str] | None = None) -> int:
         if r["runner"] in one_min and r["mode"] == "buffered":
             r["rss_vs_1min"] = round(r["peak_rss_mb"] / one_min[r["runner"]], 3)
     live = live_latency(pte, wav60, args.live_seconds, 10.0, 1.6, 1.6) if args.live_seconds > 0 else None
-    res = {"size": args.size, "recipe": args.recipe, "pte_mb": pte_mb, "threads": args.threads,
-           "host": f"{cpu_name()}, {os.cpu_count()} cores",
-           "context": " | ".join(f"{s:g} s" for s in FILE_CONTEXT), "runs": runs, "live": live}
+    res = {
+        "size": args.size,
+        "recipe": args.recipe,
+        "pte_mb": pte_mb,
+        "threads": args.threads,
+        "host": f"{cpu_name()}, {os.cpu_count()} cores",
+        "context": " | ".join(f"{s:g} s" for s in FILE_CONTEXT),
+        "runs": runs,
+        "live": live,
+    }
     (out / "results.json").write_text(json.dumps(res, indent=2))
     md = markdown(res)
     (out / "results.md").write_text(md)

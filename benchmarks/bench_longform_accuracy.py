@@ -97,7 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default=str(files("parakeet_executorch") / "demo_model" / "parakeet-tdt-demo.nemo"))
     p.add_argument("--out", required=True, type=Path)
-    p.add_argument("--testsets", type=Path, help="a parakeet-eval-wer --out folder whose test sets (its testsets/) to reuse")
+    p.add_argument(
+        "--testsets", type=Path, help="a parakeet-eval-wer --out folder whose test sets (its testsets/) to reuse"
+    )
     p.add_argument("--pte", type=Path, help="an exported folder (model.pte, tokenizer.model) instead of exporting")
     p.add_argument("--one-voice", metavar="SYNTH:NAME", help="the recording from set (b)'s sentences by this voice")
     p.add_argument("--minutes", type=float, default=10.0, help="--one-voice: least length of the recording")
@@ -121,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
 
         pte_dir = args.out / "none-xnnpack"
         if not (pte_dir / "model.pte").is_file() and export_main(
-                ["--model", args.model, "--backend", "xnnpack", "--output-dir", str(pte_dir)]):
+            ["--model", args.model, "--backend", "xnnpack", "--output-dir", str(pte_dir)]
+        ):
             print("export failed", file=sys.stderr)
             return 1
     transcriber = Transcriber(PteModel(pte_dir / "model.pte"), Tokenizer(pte_dir / "tokenizer.model"))
@@ -134,8 +137,15 @@ def main(argv: list[str] | None = None) -> int:
     alone = [transcriber.transcribe(load_audio(r["path"], rate)) for r in rows]
     alone_words = [[(w.text, w.start) for w in t.words] for t in alone]
     wer_clips = word_error_rate(refs, [t.text for t in alone])
-    results = {"model": args.model, "recording": args.one_voice or "set (d)", "recording_s": round(recording_s, 1), "clips": len(rows),
-               "frame_s": frame_s, "wer_clips": wer_clips, "contexts": []}
+    results = {
+        "model": args.model,
+        "recording": args.one_voice or "set (d)",
+        "recording_s": round(recording_s, 1),
+        "clips": len(rows),
+        "frame_s": frame_s,
+        "wer_clips": wer_clips,
+        "contexts": [],
+    }
     print(f"{len(rows)} clips, {recording_s / 60:.1f} min; clip by clip: WER {100 * wer_clips:.2f} %", flush=True)
     for left, chunk, right in CONTEXTS:
         t0 = time.perf_counter()
@@ -147,28 +157,45 @@ def main(argv: list[str] | None = None) -> int:
         wer_aligned = word_error_rate(refs, [" ".join(w for w, _ in c) for c in per_clip])
         deltas = [abs(d) for a, b, r in zip(alone_words, per_clip, rows) for d in _pair_words(a, b, r["start"])]
         deltas.sort()
-        rec = {"left_s": left, "chunk_s": chunk, "right_s": right, "wer_file": wer_file, "wer_aligned": wer_aligned,
-               "delta_points": 100 * (wer_file - wer_clips), "rtfx": recording_s / run_s,
-               "words_compared": len(deltas), "words_file": len(words),
-               "dt_median_s": statistics.median(deltas), "dt_p95_s": deltas[int(0.95 * (len(deltas) - 1))],
-               "dt_max_s": deltas[-1],
-               "within_one_frame": sum(d <= frame_s + 1e-6 for d in deltas) / len(deltas),
-               "monotonic": all(a.start <= b.start for a, b in zip(transcript.words, transcript.words[1:]))}
+        rec = {
+            "left_s": left,
+            "chunk_s": chunk,
+            "right_s": right,
+            "wer_file": wer_file,
+            "wer_aligned": wer_aligned,
+            "delta_points": 100 * (wer_file - wer_clips),
+            "rtfx": recording_s / run_s,
+            "words_compared": len(deltas),
+            "words_file": len(words),
+            "dt_median_s": statistics.median(deltas),
+            "dt_p95_s": deltas[int(0.95 * (len(deltas) - 1))],
+            "dt_max_s": deltas[-1],
+            "within_one_frame": sum(d <= frame_s + 1e-6 for d in deltas) / len(deltas),
+            "monotonic": all(a.start <= b.start for a, b in zip(transcript.words, transcript.words[1:])),
+        }
         results["contexts"].append(rec)
-        print(f"{left:g}|{chunk:g}|{right:g} s: WER {100 * wer_file:.2f} % ({rec['delta_points']:+.2f} points), "
-              f"aligned {100 * wer_aligned:.2f} %, {len(deltas)} words timed: within one frame "
-              f"{100 * rec['within_one_frame']:.1f} %, max {rec['dt_max_s']:.3f} s, RTFx {rec['rtfx']:.0f}", flush=True)
+        print(
+            f"{left:g}|{chunk:g}|{right:g} s: WER {100 * wer_file:.2f} % ({rec['delta_points']:+.2f} points), "
+            f"aligned {100 * wer_aligned:.2f} %, {len(deltas)} words timed: within one frame "
+            f"{100 * rec['within_one_frame']:.1f} %, max {rec['dt_max_s']:.3f} s, RTFx {rec['rtfx']:.0f}",
+            flush=True,
+        )
     (args.out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
-    lines = [f"Long recording ({results['recording']}): {len(rows)} held-out clips, {recording_s / 60:.1f} min; clip by clip WER "
-             f"{100 * wer_clips:.2f} %. Encoder frame {1000 * frame_s:.0f} ms.", "",
-             "| left \\| chunk \\| right (s) | WER one file | vs clip by clip | time-aligned WER | words timed | "
-             "within 1 frame | median / p95 / max \\|Δt\\| (ms) | monotonic |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Long recording ({results['recording']}): {len(rows)} held-out clips, {recording_s / 60:.1f} min; "
+        f"clip by clip WER {100 * wer_clips:.2f} %. Encoder frame {1000 * frame_s:.0f} ms.",
+        "",
+        "| left \\| chunk \\| right (s) | WER one file | vs clip by clip | time-aligned WER | words timed | "
+        "within 1 frame | median / p95 / max \\|Δt\\| (ms) | monotonic |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in results["contexts"]:
-        lines.append(f"| {r['left_s']:g} \\| {r['chunk_s']:g} \\| {r['right_s']:g} | {100 * r['wer_file']:.2f} % | "
-                     f"{r['delta_points']:+.2f} | {100 * r['wer_aligned']:.2f} % | {r['words_compared']} | "
-                     f"{100 * r['within_one_frame']:.1f} % | {1000 * r['dt_median_s']:.0f} / "
-                     f"{1000 * r['dt_p95_s']:.0f} / {1000 * r['dt_max_s']:.0f} | {r['monotonic']} |")
+        lines.append(
+            f"| {r['left_s']:g} \\| {r['chunk_s']:g} \\| {r['right_s']:g} | {100 * r['wer_file']:.2f} % | "
+            f"{r['delta_points']:+.2f} | {100 * r['wer_aligned']:.2f} % | {r['words_compared']} | "
+            f"{100 * r['within_one_frame']:.1f} % | {1000 * r['dt_median_s']:.0f} / "
+            f"{1000 * r['dt_p95_s']:.0f} / {1000 * r['dt_max_s']:.0f} | {r['monotonic']} |"
+        )
     (args.out / "results.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

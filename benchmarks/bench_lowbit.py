@@ -76,8 +76,10 @@ def main(argv=None):
     nb, g = args.bits, args.group_size
     op = linear_op(nb)
     print(f"# torch {torch.__version__}, threads {torch.get_num_threads()}, {nb}-bit, group {g}")
-    hdr = (f"{'M':>4} {'K':>5} {'N':>5} | {'lowbit ms':>9} {'fp32 ms':>8} {'deq+mm ms':>9} | "
-           f"{'lowbit':>8} {'fp32':>8} {'deq+mm':>8} {'unit':>7} | {'vs deq':>6} {'vs fp32':>7}")
+    hdr = (
+        f"{'M':>4} {'K':>5} {'N':>5} | {'lowbit ms':>9} {'fp32 ms':>8} {'deq+mm ms':>9} | "
+        f"{'lowbit':>8} {'fp32':>8} {'deq+mm':>8} {'unit':>7} | {'vs deq':>6} {'vs fp32':>7}"
+    )
     if args.executorch:
         from parakeet_executorch.lowbit import executorch_kernels
 
@@ -102,9 +104,12 @@ def main(argv=None):
                 fl = 2 * m * n * k
                 vals = (fl / t_op / 1e9, fl / t_fp / 1e9, fl / t_dq / 1e9)
                 unit = "GFLOP/s"
-            print(f"{m:>4} {k:>5} {n:>5} | {t_op*1e3:>9.3f} {t_fp*1e3:>8.3f} {t_dq*1e3:>9.3f} | "
-                  f"{vals[0]:>8.2f} {vals[1]:>8.2f} {vals[2]:>8.2f} {unit:>7} | "
-                  f"{t_dq / t_op:>5.2f}x {t_op / t_fp:>6.2f}x", end="")
+            print(
+                f"{m:>4} {k:>5} {n:>5} | {t_op * 1e3:>9.3f} {t_fp * 1e3:>8.3f} {t_dq * 1e3:>9.3f} | "
+                f"{vals[0]:>8.2f} {vals[1]:>8.2f} {vals[2]:>8.2f} {unit:>7} | "
+                f"{t_dq / t_op:>5.2f}x {t_op / t_fp:>6.2f}x",
+                end="",
+            )
             if args.executorch:
                 t_et = _time_executorch(w, nb, g, a)
                 v = (b.numel() + s.numel() * 8) / t_et / 1e9 if m == 1 else 2 * m * n * k / t_et / 1e9

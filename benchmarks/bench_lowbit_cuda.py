@@ -81,6 +81,7 @@ def main(argv=None):
     op = linear_op(nb)
     try:
         import triton
+
         tri = triton.__version__
     except ImportError:
         tri = "not installed"
@@ -88,7 +89,8 @@ def main(argv=None):
         f"# lowbit op on CUDA: {torch.cuda.get_device_name(dev)}",
         "",
         f"- date: {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
-        f"- device: {torch.cuda.get_device_name(dev)} ({torch.cuda.get_device_properties(dev).multi_processor_count} SMs)",
+        f"- device: {torch.cuda.get_device_name(dev)} "
+        f"({torch.cuda.get_device_properties(dev).multi_processor_count} SMs)",
         f"- torch {torch.__version__} (CUDA {torch.version.cuda}), triton {tri}",
         f"- op: torchao::_linear_fp_act_{nb}bit_weight, group_size {g}; CUDA backend at M <= {ops.SMALL_M}: "
         f"`{ops.cuda_backend() if nb == 4 else 'torch'}` (`torch` above)",
@@ -97,7 +99,7 @@ def main(argv=None):
         f"the GB/s and TFLOP/s columns use it",
         f"- eager µs: CUDA events around each eager call, median of {args.iters} after {args.warmup} warm-up calls "
         "(includes the Python dispatch and launch overhead of this VM)",
-        f"- M = 1: GB/s of weight bytes read (low-bit: packed + S + Z; dense: N*K*dtype); M = 625: TFLOP/s (2*M*N*K)",
+        "- M = 1: GB/s of weight bytes read (low-bit: packed + S + Z; dense: N*K*dtype); M = 625: TFLOP/s (2*M*N*K)",
         "- lowbit = the registered op; torch-path = its PyTorch-level kernel called directly; dense = F.linear with "
         "the dense weight in the activation dtype; deq+mm = dequantize whole weight then F.linear",
         "",
@@ -135,9 +137,13 @@ def main(argv=None):
                     vals = [fl / (t * 1e-3) / 1e12 for t in ts]
                     unit = "TFLOP/s"
                 fmt = "{:.0f}" if unit == "GB/s" else "{:.1f}"
-                row = (f"| {dname} | {m} | {k} | {n} | " + " | ".join(f"{t * 1e3:.1f}" for t in ts) + " | "
-                       + " | ".join(fmt.format(v) for v in vals)
-                       + f" | {unit} | {t_fp / t_op:.2f} | {t_dq / t_op:.2f} | {e_op * 1e3:.1f} | {e_fp * 1e3:.1f} |")
+                row = (
+                    f"| {dname} | {m} | {k} | {n} | "
+                    + " | ".join(f"{t * 1e3:.1f}" for t in ts)
+                    + " | "
+                    + " | ".join(fmt.format(v) for v in vals)
+                    + f" | {unit} | {t_fp / t_op:.2f} | {t_dq / t_op:.2f} | {e_op * 1e3:.1f} | {e_fp * 1e3:.1f} |"
+                )
                 lines.append(row)
                 print(row, flush=True)
     if args.out:

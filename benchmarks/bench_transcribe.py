@@ -66,7 +66,7 @@ def run_steps(steps: list[tuple[str, list[str], Path]], jobs: int) -> dict[str, 
     while pending or running:
         while pending and len(running) < jobs:
             name, cmd, log = pending.pop(0)
-            f = open(log, "w")
+            f = open(log, "w")  # noqa: SIM115 (closed when the process is reaped, below)
             p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=_env())
             running[p.pid] = (name, time.perf_counter(), f)
             print(f"  [{name}] started", flush=True)
@@ -76,8 +76,11 @@ def run_steps(steps: list[tuple[str, list[str], Path]], jobs: int) -> dict[str, 
         name, t0, f = running.pop(pid)
         f.close()
         rc = os.waitstatus_to_exitcode(status)
-        out[name] = {"rc": rc, "wall_s": round(time.perf_counter() - t0, 1),
-                     "peak_rss_mb": round(usage.ru_maxrss / 1024, 1)}
+        out[name] = {
+            "rc": rc,
+            "wall_s": round(time.perf_counter() - t0, 1),
+            "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+        }
         print(f"  [{name}] rc {rc}, {out[name]['wall_s']} s, peak RSS {out[name]['peak_rss_mb']} MB", flush=True)
     return out
 
@@ -87,9 +90,15 @@ class Worker:
 
     def __init__(self, name: str, args: list[str], log: Path):
         self.name = name
-        self.log = open(log, "w")
-        self.proc = subprocess.Popen([sys.executable, str(WORKER), "serve", *args], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.log, text=True, env=_env())
+        self.log = open(log, "w")  # noqa: SIM115 (the worker's stderr while it lives; closed in close())
+        self.proc = subprocess.Popen(
+            [sys.executable, str(WORKER), "serve", *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+            env=_env(),
+        )
         self.ready = None
 
     def recv(self) -> dict:
@@ -125,8 +134,15 @@ class CppSystem:
         self.peak_kb = 0
 
     def run(self, wav: Path, audio_seconds: float) -> dict:
-        cmd = [str(CPP_RUNNER), "--model_path", str(self.pte_dir / "model.pte"), "--tokenizer_path",
-               str(self.pte_dir / "tokenizer.model"), "--audio_path", str(wav)]
+        cmd = [
+            str(CPP_RUNNER),
+            "--model_path",
+            str(self.pte_dir / "model.pte"),
+            "--tokenizer_path",
+            str(self.pte_dir / "tokenizer.model"),
+            "--audio_path",
+            str(wav),
+        ]
         import tempfile
 
         with tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
@@ -219,18 +235,25 @@ def markdown(res: dict) -> str:
     systems = res["systems"]
     ref_nemo = systems.get("nemo-eager", {}).get("rtfx", {}).get(last)
     ref_int8 = systems.get("ort-int8", {}).get("rtfx", {}).get(last)
-    head = (["system", "recipe", "size MB"] + [f"RTFx {s:g} s (tok/s)" for s in lengths]
-            + ["peak RSS MB", "load s", f"× NeMo @{last} s", f"× ORT int8 @{last} s", "agreement vs fp32"])
+    head = (
+        ["system", "recipe", "size MB"]
+        + [f"RTFx {s:g} s (tok/s)" for s in lengths]
+        + ["peak RSS MB", "load s", f"× NeMo @{last} s", f"× ORT int8 @{last} s", "agreement vs fp32"]
+    )
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for name, s in systems.items():
+    for s in systems.values():
         cells = [s["system"], s["recipe"], fmt(s.get("size_mb"))]
         for L in lengths:
             k = f"{L:g}"
             r, tps = s.get("rtfx", {}).get(k), s.get("tokens_per_s", {}).get(k)
             cells.append("—" if r is None else f"{r:.2f} ({fmt(tps)})")
         r = s.get("rtfx", {}).get(last)
-        cells += [fmt(s.get("peak_rss_mb"), 0), fmt(s.get("load_s"), 2),
-                  fmt(r / ref_nemo if r and ref_nemo else None, 2), fmt(r / ref_int8 if r and ref_int8 else None, 2)]
+        cells += [
+            fmt(s.get("peak_rss_mb"), 0),
+            fmt(s.get("load_s"), 2),
+            fmt(r / ref_nemo if r and ref_nemo else None, 2),
+            fmt(r / ref_int8 if r and ref_int8 else None, 2),
+        ]
         agr = s.get("agreement", {})
         cells.append(" / ".join(f"{agr[k]:.3f}" for k in agr) if agr else "ref")
         lines.append("| " + " | ".join(cells) + " |")
@@ -244,15 +267,21 @@ def markdown(res: dict) -> str:
         + ("" if res["fp32_agree"] else f" (differ: {', '.join(res['fp32_disagree'])})"),
         f"Host: {res['host']['cpu']} ({res['host']['cores']} cores), {res['host']['mem_gb']} GB.",
     ]
-    prof = ["", "Where the time goes (ExecuTorch runners, median seconds per stage: preprocessor method, encoder "
-            "method, greedy TDT loop of decoder_step + joint calls):", "",
-            "| system | recipe | audio s | preprocess s | encoder s | decoder loop s | encoder share |",
-            "|---|---|---|---|---|---|---|"]
-    for name, s in systems.items():
+    prof = [
+        "",
+        "Where the time goes (ExecuTorch runners, median seconds per stage: preprocessor method, encoder "
+        "method, greedy TDT loop of decoder_step + joint calls):",
+        "",
+        "| system | recipe | audio s | preprocess s | encoder s | decoder loop s | encoder share |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for s in systems.values():
         for k, st in s.get("stages_s", {}).items():
             total = sum(st.values()) or float("nan")
-            prof.append(f"| {s['system']} | {s['recipe']} | {k} | {st.get('preprocess', 0):.3f} | "
-                        f"{st.get('encode', 0):.3f} | {st.get('decode', 0):.3f} | {st.get('encode', 0) / total:.0%} |")
+            prof.append(
+                f"| {s['system']} | {s['recipe']} | {k} | {st.get('preprocess', 0):.3f} | "
+                f"{st.get('encode', 0):.3f} | {st.get('decode', 0):.3f} | {st.get('encode', 0) / total:.0%} |"
+            )
     exp = ["", "| step | wall s | peak RSS MB | rc |", "|---|---|---|---|"]
     for k, v in res["steps"].items():
         exp.append(f"| {k} | {v['wall_s']} | {v['peak_rss_mb']} | {v['rc']} |")
@@ -294,12 +323,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--runs", type=int, default=5, help="timed runs per system and length (after one warm-up)")
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="threads for every system")
-    ap.add_argument("--jobs", type=int, default=1,
-                    help="export steps run at once (1 for honest export wall time; full size needs 1 on 24 GB)")
-    ap.add_argument("--blank-bias", default="auto",
-                    help="'auto' (tune to --target-tokens-per-second), a number added to blank's logit, or 'none'")
-    ap.add_argument("--target-tokens-per-second", type=float, default=3.0,
-                    help="token rate for --blank-bias auto (real English speech: ~3 tokens/s)")
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="export steps run at once (1 for honest export wall time; full size needs 1 on 24 GB)",
+    )
+    ap.add_argument(
+        "--blank-bias",
+        default="auto",
+        help="'auto' (tune to --target-tokens-per-second), a number added to blank's logit, or 'none'",
+    )
+    ap.add_argument(
+        "--target-tokens-per-second",
+        type=float,
+        default=3.0,
+        help="token rate for --blank-bias auto (real English speech: ~3 tokens/s)",
+    )
     ap.add_argument("--model", type=Path, help="use this .nemo instead of building one (still biased)")
     ap.add_argument("--no-cpp", action="store_true", help="skip the C++ runner")
     ap.add_argument("--no-ort", action="store_true", help="skip ONNX Runtime")
@@ -312,8 +352,11 @@ def main(argv: list[str] | None = None) -> int:
     logs.mkdir(exist_ok=True)
     lengths = sorted(args.audio_seconds)
     t_start = time.perf_counter()
-    print(f"threads: {args.threads} (torch, ExecuTorch threadpool, onnxruntime intra-op); "
-          f"C++ runner: ExecuTorch's default threadpool", flush=True)
+    print(
+        f"threads: {args.threads} (torch, ExecuTorch threadpool, onnxruntime intra-op); "
+        f"C++ runner: ExecuTorch's default threadpool",
+        flush=True,
+    )
     audio = write_audio(out, lengths)
 
     # 1. model, biased to a realistic token rate
@@ -323,10 +366,28 @@ def main(argv: list[str] | None = None) -> int:
     base = str(args.model) if args.model else f"build:{args.size}:{args.seed}"
     nemo = out / f"bench_{args.size}.nemo"
     tune_audio = audio[min(lengths, key=lambda s: abs(s - 10.0))][0]
-    steps.update(run_steps([("build + bias blank", [sys.executable, str(WORKER), "prepare", base, str(nemo),
-                                            str(tune_audio), str(args.target_tokens_per_second),
-                                            str(args.blank_bias), str(out / "model.json")],
-                             logs / "prepare.log")], 1))
+    steps.update(
+        run_steps(
+            [
+                (
+                    "build + bias blank",
+                    [
+                        sys.executable,
+                        str(WORKER),
+                        "prepare",
+                        base,
+                        str(nemo),
+                        str(tune_audio),
+                        str(args.target_tokens_per_second),
+                        str(args.blank_bias),
+                        str(out / "model.json"),
+                    ],
+                    logs / "prepare.log",
+                )
+            ],
+            1,
+        )
+    )
     if steps["build + bias blank"]["rc"] != 0:
         print(f"model preparation failed; see {logs}", file=sys.stderr)
         return 1
@@ -341,25 +402,50 @@ def main(argv: list[str] | None = None) -> int:
     export_steps = []
     for r in args.recipes:
         backend, q = RECIPES[r]
-        cmd = export_step(nemo, ExportOptions(backend=backend, quantize=q, max_audio_seconds=max_s,
-                                              output_dir=out / "pte" / r))
+        cmd = export_step(
+            nemo, ExportOptions(backend=backend, quantize=q, max_audio_seconds=max_s, output_dir=out / "pte" / r)
+        )
         export_steps.append((f"export {r}", cmd, logs / f"export_{r}.log"))
     if not args.no_ort:
-        export_steps.append(("onnx export", [sys.executable, str(WORKER), "onnx-export", str(nemo),
-                                             str(out / "onnx" / "fp32"), str(tune_audio)], logs / "onnx_export.log"))
+        export_steps.append(
+            (
+                "onnx export",
+                [sys.executable, str(WORKER), "onnx-export", str(nemo), str(out / "onnx" / "fp32"), str(tune_audio)],
+                logs / "onnx_export.log",
+            )
+        )
     steps.update(run_steps(export_steps, args.jobs))
     if not args.no_ort and steps["onnx export"]["rc"] == 0:
-        steps.update(run_steps([("onnx int8 quantize", [sys.executable, str(WORKER), "onnx-quantize",
-                                                        str(out / "onnx" / "fp32"), str(out / "onnx" / "int8")],
-                                 logs / "onnx_quantize.log")], 1))
+        steps.update(
+            run_steps(
+                [
+                    (
+                        "onnx int8 quantize",
+                        [
+                            sys.executable,
+                            str(WORKER),
+                            "onnx-quantize",
+                            str(out / "onnx" / "fp32"),
+                            str(out / "onnx" / "int8"),
+                        ],
+                        logs / "onnx_quantize.log",
+                    )
+                ],
+                1,
+            )
+        )
 
     # 3. systems
     systems: dict[str, dict] = {}
     workers: dict[str, Worker] = {}
     cpp: dict[str, CppSystem] = {}
     if not args.no_nemo:
-        systems["nemo-eager"] = {"system": "NeMo eager (PyTorch)", "recipe": "fp32", "fp32": True,
-                                 "size_mb": dir_mb(nemo)}
+        systems["nemo-eager"] = {
+            "system": "NeMo eager (PyTorch)",
+            "recipe": "fp32",
+            "fp32": True,
+            "size_mb": dir_mb(nemo),
+        }
         workers["nemo-eager"] = Worker("nemo-eager", ["nemo", str(nemo), str(args.threads)], logs / "nemo.log")
     if not args.no_ort:
         for v in ("fp32", "int8"):
@@ -367,9 +453,14 @@ def main(argv: list[str] | None = None) -> int:
             step = steps.get("onnx export" if v == "fp32" else "onnx int8 quantize", {"rc": 1})
             if step["rc"] != 0:
                 continue
-            systems[f"ort-{v}"] = {"system": "ONNX Runtime", "recipe": v, "fp32": v == "fp32",
-                                   "size_mb": dir_mb(d) - dir_mb(d / "frontend.npz"), "export_s": step["wall_s"],
-                                   "export_peak_rss_mb": step["peak_rss_mb"]}
+            systems[f"ort-{v}"] = {
+                "system": "ONNX Runtime",
+                "recipe": v,
+                "fp32": v == "fp32",
+                "size_mb": dir_mb(d) - dir_mb(d / "frontend.npz"),
+                "export_s": step["wall_s"],
+                "export_peak_rss_mb": step["peak_rss_mb"],
+            }
             if v == "int8":
                 systems[f"ort-{v}"]["export_s"] = round(step["wall_s"] + steps["onnx export"]["wall_s"], 1)
             workers[f"ort-{v}"] = Worker(f"ort-{v}", ["ort", str(d), v, str(args.threads)], logs / f"ort_{v}.log")
@@ -379,17 +470,24 @@ def main(argv: list[str] | None = None) -> int:
             systems[f"et-py:{r}"] = {"system": "ExecuTorch", "recipe": r, "error": f"export failed (rc {step['rc']})"}
             continue
         d = out / "pte" / r
-        common = {"recipe": r, "fp32": r in FP32_RECIPES, "size_mb": dir_mb(d / "model.pte"),
-                  "export_s": step["wall_s"], "export_peak_rss_mb": step["peak_rss_mb"]}
+        common = {
+            "recipe": r,
+            "fp32": r in FP32_RECIPES,
+            "size_mb": dir_mb(d / "model.pte"),
+            "export_s": step["wall_s"],
+            "export_peak_rss_mb": step["peak_rss_mb"],
+        }
         systems[f"et-py:{r}"] = {"system": "ExecuTorch (Python runner)", **common}
-        workers[f"et-py:{r}"] = Worker(f"et-py:{r}", ["pte", str(d / "model.pte"), str(d / "tokenizer.model"),
-                                                      str(args.threads)], logs / f"pte_{r}.log")
+        workers[f"et-py:{r}"] = Worker(
+            f"et-py:{r}",
+            ["pte", str(d / "model.pte"), str(d / "tokenizer.model"), str(args.threads)],
+            logs / f"pte_{r}.log",
+        )
         if not args.no_cpp and CPP_RUNNER.exists():
             systems[f"et-cpp:{r}"] = {"system": "ExecuTorch (C++ runner)", **common}
             cpp[f"et-cpp:{r}"] = CppSystem(f"et-cpp:{r}", d, logs / f"cpp_{r}.log")
     if not args.no_cpp and not CPP_RUNNER.exists():
-        print(f"C++ runner not built ({CPP_RUNNER}); build with bash .ci/scripts/build_parakeet_runner.sh",
-              flush=True)
+        print(f"C++ runner not built ({CPP_RUNNER}); build with bash .ci/scripts/build_parakeet_runner.sh", flush=True)
     for name, w in list(workers.items()):
         ready = w.recv()
         if not ready.get("ready"):
@@ -402,8 +500,11 @@ def main(argv: list[str] | None = None) -> int:
     # 4. interleaved runs: warm-up (checked for agreement) then timed runs
     import sentencepiece as spm
 
-    sp = spm.SentencePieceProcessor(model_file=str(next((out / "pte").glob("*/tokenizer.model")))) \
-        if (out / "pte").exists() and list((out / "pte").glob("*/tokenizer.model")) else None
+    sp = (
+        spm.SentencePieceProcessor(model_file=str(next((out / "pte").glob("*/tokenizer.model"))))
+        if (out / "pte").exists() and list((out / "pte").glob("*/tokenizer.model"))
+        else None
+    )
     walls: dict[str, dict[str, list[float]]] = {n: {f"{L:g}": [] for L in lengths} for n in systems}
     stage_runs: dict[str, dict[str, list[dict]]] = {n: {f"{L:g}": [] for L in lengths} for n in systems}
     first: dict[str, dict[str, object]] = {n: {} for n in systems}
@@ -449,8 +550,9 @@ def main(argv: list[str] | None = None) -> int:
                 s["rtfx"][k] = round(L / statistics.median(w), 3)
             runs = stage_runs.get(name, {}).get(k)
             if runs:  # per-method profile: median seconds of each stage
-                s.setdefault("stages_s", {})[k] = {st: round(statistics.median(r[st] for r in runs), 4)
-                                                   for st in runs[0]}
+                s.setdefault("stages_s", {})[k] = {
+                    st: round(statistics.median(r[st] for r in runs), 4) for st in runs[0]
+                }
             got = first[name].get(k)
             if got is None or k not in ref:
                 continue
@@ -460,8 +562,9 @@ def main(argv: list[str] | None = None) -> int:
                 s["tokens_per_s"][k] = round(hyp_n / L, 2)
                 same = ref_text is not None and " ".join(got.split()) == " ".join(ref_text.split())
                 if not s.get("fp32"):
-                    s.setdefault("agreement", {})[k] = round(agreement(sp.encode(ref_text), sp.encode(got)), 4) \
-                        if sp else None
+                    s.setdefault("agreement", {})[k] = (
+                        round(agreement(sp.encode(ref_text), sp.encode(got)), 4) if sp else None
+                    )
             else:
                 s["tokens_per_s"][k] = round(len(got) / L, 2)
                 same = got == ref[k]
@@ -472,11 +575,22 @@ def main(argv: list[str] | None = None) -> int:
                 disagree.append(f"{name}@{k}s")
 
     res = {
-        "size": args.size, "seed": args.seed, "audio_seconds": lengths, "runs": args.runs, "threads": args.threads,
-        "recipes": args.recipes, "model": model_info, "steps": steps, "systems": systems,
-        "fp32_agree": not disagree, "fp32_disagree": disagree,
-        "host": {"cpu": cpu_name(), "cores": os.cpu_count(),
-                 "mem_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)},
+        "size": args.size,
+        "seed": args.seed,
+        "audio_seconds": lengths,
+        "runs": args.runs,
+        "threads": args.threads,
+        "recipes": args.recipes,
+        "model": model_info,
+        "steps": steps,
+        "systems": systems,
+        "fp32_agree": not disagree,
+        "fp32_disagree": disagree,
+        "host": {
+            "cpu": cpu_name(),
+            "cores": os.cpu_count(),
+            "mem_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+        },
         "total_s": round(time.perf_counter() - t_start, 1),
     }
     (out / "results.json").write_text(json.dumps(res, indent=2))

@@ -25,7 +25,7 @@ def featurize(audio: np.ndarray, window: np.ndarray, fb: np.ndarray, meta: dict)
     valid = n // hop
     win = np.zeros(n_fft, dtype=np.float32)
     off = (n_fft - window.shape[0]) // 2
-    win[off:off + window.shape[0]] = window
+    win[off : off + window.shape[0]] = window
     padded = np.pad(x, (n_fft // 2, n_fft // 2))
     n_frames = 1 + (padded.shape[0] - n_fft) // hop
     idx = np.arange(n_fft)[None, :] + hop * np.arange(n_frames)[:, None]
@@ -80,9 +80,16 @@ class OrtTdt:
 
         def joint(t, p):
             label, (h, c), slot = p
-            out, _, h2, c2 = self.decoder.run(None, {
-                "encoder_outputs": enc[:, :, t:t + 1], "targets": np.array([[label]], np.int32),
-                "target_length": one, "input_states_1": h, "input_states_2": c})
+            out, _, h2, c2 = self.decoder.run(
+                None,
+                {
+                    "encoder_outputs": enc[:, :, t : t + 1],
+                    "targets": np.array([[label]], np.int32),
+                    "target_length": one,
+                    "input_states_1": h,
+                    "input_states_2": c,
+                },
+            )
             if slot[0] is None:
                 slot[0] = (h2, c2)
             logits = out[0, 0, 0]

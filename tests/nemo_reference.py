@@ -31,8 +31,7 @@ def nemo_transcribe(nemo_model, audio: np.ndarray) -> dict:
         "text": hyp.text,
         "tokens": [(c["start_offset"], c["end_offset"], c["start"], c["end"]) for c in ts["char"]],
         "words": [(w["word"], w["start_offset"], w["end_offset"], w["start"], w["end"]) for w in ts["word"]],
-        "segments": [(s["segment"], s["start_offset"], s["end_offset"], s["start"], s["end"])
-                     for s in ts["segment"]],
+        "segments": [(s["segment"], s["start_offset"], s["end_offset"], s["start"], s["end"]) for s in ts["segment"]],
     }
 
 

@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REPO, SAMPLE_RATE, make_transcriber
 from parakeet_executorch.audio import AudioError, AudioWarning, check_finite, load_audio, zero_non_finite
 from parakeet_executorch.runtime.cli import main as transcribe_main
+
+from conftest import REPO, SAMPLE_RATE, make_transcriber
 
 PROG = "parakeet-transcribe: "
 
@@ -29,12 +30,16 @@ def warning_lines(err: str) -> list[str]:
 
 # ---- non-finite samples ---------------------------------------------------------------------------------------
 
+
 def test_check_finite_names_the_first_bad_sample_and_its_time():
     audio = np.zeros((32000, 2), np.float32)
     audio[24000, 1] = np.inf
     audio[30000, 0] = np.nan
-    with pytest.raises(AudioError, match=r"^clip\.wav: sample 24000 at 1\.500 s is inf \(2 non-finite samples\);"
-                                         r".*--zero-non-finite"):
+    with pytest.raises(
+        AudioError,
+        match=r"^clip\.wav: sample 24000 at 1\.500 s is inf \(2 non-finite samples\);"
+        r".*--zero-non-finite",
+    ):
         check_finite(audio, "clip.wav", 0, 16000)
     # A block reader passes the block's offset: times are the file's, not the block's.
     with pytest.raises(AudioError, match=r"sample 40000 at 2\.500 s is inf"):
@@ -47,8 +52,11 @@ def test_check_finite_names_the_first_bad_sample_and_its_time():
 def test_zero_non_finite_replaces_them_and_warns_once():
     audio = np.ones(100, np.float32)
     audio[[10, 20, 30]] = [np.nan, np.inf, -np.inf]
-    with pytest.warns(AudioWarning, match=r"x\.wav: sample 10 at 0\.625 s is nan \(3 non-finite samples\); "
-                                          r"replaced by silence") as caught:
+    with pytest.warns(
+        AudioWarning,
+        match=r"x\.wav: sample 10 at 0\.625 s is nan \(3 non-finite samples\); "
+        r"replaced by silence",
+    ) as caught:
         assert zero_non_finite(audio, "x.wav", 0, 16) == 3
     assert len(caught) == 1
     assert np.isfinite(audio).all() and audio[[10, 20, 30]].tolist() == [0, 0, 0] and audio.sum() == 97
@@ -71,8 +79,9 @@ def test_inf_in_one_channel_is_found_before_mixing(exported_xnnpack, bad_clips, 
 
 
 def test_zero_non_finite_flag_transcribes_the_zeroed_audio(exported_xnnpack, bad_clips, capsys):
-    rc = transcribe_main(["--model", str(exported_xnnpack / "model.pte"), "--zero-non-finite",
-                          str(bad_clips / "nan.wav")])
+    rc = transcribe_main(
+        ["--model", str(exported_xnnpack / "model.pte"), "--zero-non-finite", str(bad_clips / "nan.wav")]
+    )
     out, err = capsys.readouterr()
     assert rc == 0
     [line] = warning_lines(err)
@@ -85,6 +94,7 @@ def test_zero_non_finite_flag_transcribes_the_zeroed_audio(exported_xnnpack, bad
 
 
 # ---- several files, some failing ------------------------------------------------------------------------------
+
 
 def test_one_bad_file_does_not_throw_away_the_others(exported_xnnpack, jfk_path, bad_clips, tmp_path, capsys):
     missing = tmp_path / "missing.wav"
@@ -115,8 +125,16 @@ def test_text_output_keeps_the_files_that_worked(exported_xnnpack, jfk_path, tmp
 
 
 def test_nothing_on_stdout_when_every_file_fails(exported_xnnpack, tmp_path, capsys):
-    rc = transcribe_main(["--model", str(exported_xnnpack / "model.pte"), "--format", "json",
-                          str(tmp_path / "a.wav"), str(tmp_path / "b.wav")])
+    rc = transcribe_main(
+        [
+            "--model",
+            str(exported_xnnpack / "model.pte"),
+            "--format",
+            "json",
+            str(tmp_path / "a.wav"),
+            str(tmp_path / "b.wav"),
+        ]
+    )
     out, err = capsys.readouterr()
     assert rc == 2 and out == "" and len(error_lines(err)) == 2
 
@@ -128,8 +146,9 @@ def test_error_for_audio_too_long_names_the_file(exported_xnnpack, jfk_path, tmp
     long = tmp_path / "long.wav"
     sf.write(str(long), np.zeros(meta.max_audio_samples + meta.sample_rate, np.float32), meta.sample_rate)
     # One pass only: by default a file past the bound is decoded in windows (tests/test_longform.py).
-    rc = transcribe_main(["--model", str(exported_xnnpack / "model.pte"), str(long), str(jfk_path),
-                          "--chunk-seconds", "0"])
+    rc = transcribe_main(
+        ["--model", str(exported_xnnpack / "model.pte"), str(long), str(jfk_path), "--chunk-seconds", "0"]
+    )
     out, err = capsys.readouterr()
     assert rc == 2 and out.startswith(f"{jfk_path}\t")
     [line] = error_lines(err)
@@ -138,9 +157,13 @@ def test_error_for_audio_too_long_names_the_file(exported_xnnpack, jfk_path, tmp
 
 # ---- truncated files ------------------------------------------------------------------------------------------
 
+
 def test_truncated_wav_warns_and_transcribes_what_is_there(exported_xnnpack, bad_clips, jfk_path, capsys):
-    with pytest.warns(AudioWarning, match="truncated: its header promises 352000 bytes of audio but the file "
-                                          "holds 175961; transcribing the 5.50 s that are there"):
+    with pytest.warns(
+        AudioWarning,
+        match="truncated: its header promises 352000 bytes of audio but the file "
+        "holds 175961; transcribing the 5.50 s that are there",
+    ):
         audio = load_audio(bad_clips / "truncated.wav", SAMPLE_RATE)
     assert len(audio) == 87980 and np.array_equal(audio, load_audio(jfk_path, SAMPLE_RATE)[:87980])
     rc = transcribe_main(["--model", str(exported_xnnpack / "model.pte"), str(bad_clips / "truncated.wav")])
@@ -156,7 +179,7 @@ def test_streaming_placeholder_length_is_not_called_truncated(jfk_path, tmp_path
 
     data = bytearray(jfk_path.read_bytes())
     at = data.find(b"data")
-    data[at + 4:at + 8] = struct.pack("<I", 0xFFFFFFFF)  # "length unknown", as a writer that cannot seek leaves it
+    data[at + 4 : at + 8] = struct.pack("<I", 0xFFFFFFFF)  # "length unknown", as a writer that cannot seek leaves it
     (tmp_path / "stream.wav").write_bytes(bytes(data))
     with warnings.catch_warnings():
         warnings.simplefilter("error", AudioWarning)
@@ -176,13 +199,14 @@ def test_header_with_an_absurd_sample_rate_is_refused(jfk_path, tmp_path):
 
     data = bytearray(jfk_path.read_bytes())
     at = data.find(b"fmt ") + 12  # the fmt chunk's sample rate field
-    data[at:at + 4] = struct.pack("<I", 3)
+    data[at : at + 4] = struct.pack("<I", 3)
     (tmp_path / "3hz.wav").write_bytes(bytes(data))
     with pytest.raises(AudioError, match="reports 1 channels at 3 Hz .*header is probably damaged"):
         load_audio(tmp_path / "3hz.wav", SAMPLE_RATE)
 
 
 # ---- the tokenizer fingerprint --------------------------------------------------------------------------------
+
 
 def test_export_stores_the_tokenizer_fingerprint(exported_xnnpack):
     import hashlib
@@ -191,8 +215,9 @@ def test_export_stores_the_tokenizer_fingerprint(exported_xnnpack):
     assert meta.tokenizer_sha256 == hashlib.sha256((exported_xnnpack / "tokenizer.model").read_bytes()).hexdigest()
 
 
-def test_tokenizer_of_the_same_size_from_another_export_is_refused(exported_xnnpack, same_size_tokenizer,
-                                                                    jfk_path, capsys):
+def test_tokenizer_of_the_same_size_from_another_export_is_refused(
+    exported_xnnpack, same_size_tokenizer, jfk_path, capsys
+):
     from parakeet_executorch.tokenizer import Tokenizer
 
     other = Tokenizer(same_size_tokenizer)
@@ -207,8 +232,9 @@ def test_tokenizer_of_the_same_size_from_another_export_is_refused(exported_xnnp
     assert capsys.readouterr().out.strip()
 
 
-def test_pte_without_fingerprint_loads_with_one_warning(exported_without_fingerprint, exported_xnnpack, jfk_path,
-                                                        capsys):
+def test_pte_without_fingerprint_loads_with_one_warning(
+    exported_without_fingerprint, exported_xnnpack, jfk_path, capsys
+):
     rc = transcribe_main(["--model", str(exported_without_fingerprint / "model.pte"), str(jfk_path), str(jfk_path)])
     out, err = capsys.readouterr()
     assert rc == 0
@@ -219,6 +245,7 @@ def test_pte_without_fingerprint_loads_with_one_warning(exported_without_fingerp
 
 
 # ---- .pte files ExecuTorch refuses ----------------------------------------------------------------------------
+
 
 def test_truncated_pte_says_what_the_error_code_means(exported_xnnpack, jfk_path, tmp_path, capfd):
     data = (exported_xnnpack / "model.pte").read_bytes()
@@ -239,8 +266,10 @@ def test_error_tables_cover_executorchs_error_codes():
     from parakeet_executorch.runtime.et_errors import ERROR_CODES
 
     header = Path(list(executorch.__path__)[0]) / "include" / "executorch" / "runtime" / "core" / "error.h"
-    enum = {int(code, 16): name for name, code in re.findall(r"^\s+(\w+) = (0x[0-9a-fA-F]+),", header.read_text(),
-                                                             re.MULTILINE)}
+    enum = {
+        int(code, 16): name
+        for name, code in re.findall(r"^\s+(\w+) = (0x[0-9a-fA-F]+),", header.read_text(), re.MULTILINE)
+    }
     assert enum and {code: name for code, (name, _) in ERROR_CODES.items()} == enum
     cpp = (REPO / "examples" / "parakeet" / "runner" / "et_errors.cpp").read_text()
     entries = re.findall(r'\{(0x[0-9a-f]+), "(\w+)",\s*((?:"[^"]*"\s*)+)\}', cpp)
@@ -249,6 +278,7 @@ def test_error_tables_cover_executorchs_error_codes():
 
 
 # ---- output formats, read back by real parsers ----------------------------------------------------------------
+
 
 def _transcript(texts_and_times):
     from parakeet_executorch.decoding.timestamps import Span
@@ -260,9 +290,11 @@ def _transcript(texts_and_times):
 
 SUBTITLE_INPUTS = {
     "one": [("a.wav", [("Hello there.", 0.0, 1.2), ("How are you?", 1.3, 2.5)])],
-    "several": [("a.wav", [("Hello there.", 0.0, 1.2), ("How are you?", 1.3, 2.5)]),
-                ("b --> c.wav", [("Fine.", 0.4, 0.9)]),
-                ("empty.wav", [])],
+    "several": [
+        ("a.wav", [("Hello there.", 0.0, 1.2), ("How are you?", 1.3, 2.5)]),
+        ("b --> c.wav", [("Fine.", 0.4, 0.9)]),
+        ("empty.wav", []),
+    ],
 }
 
 
@@ -275,8 +307,9 @@ def test_vtt_output_reads_back_with_a_webvtt_parser(case):
     files = [(name, _transcript(segs)) for name, segs in SUBTITLE_INPUTS[case]]
     vtt = webvtt.from_string(render(files, "vtt", "none"))
     expected = [seg for _, segs in SUBTITLE_INPUTS[case] for seg in segs]
-    assert [(c.text, c.start, c.end) for c in vtt.captions] == \
-        [(t, f"00:00:{s:06.3f}", f"00:00:{e:06.3f}") for t, s, e in expected]
+    assert [(c.text, c.start, c.end) for c in vtt.captions] == [
+        (t, f"00:00:{s:06.3f}", f"00:00:{e:06.3f}") for t, s, e in expected
+    ]
     assert all(c.identifier is None for c in vtt.captions), "a NOTE must not become a cue identifier"
 
 
@@ -291,8 +324,9 @@ def test_srt_output_reads_back_with_an_srt_parser(case):
     files = [(name, _transcript(segs)) for name, segs in SUBTITLE_INPUTS[case]]
     subs = list(srt.parse(render(files, "srt", "none")))
     expected = [seg for _, segs in SUBTITLE_INPUTS[case] for seg in segs]
-    assert [(s.content, s.start, s.end) for s in subs] == \
-        [(t, timedelta(seconds=a), timedelta(seconds=b)) for t, a, b in expected]
+    assert [(s.content, s.start, s.end) for s in subs] == [
+        (t, timedelta(seconds=a), timedelta(seconds=b)) for t, a, b in expected
+    ]
     assert [s.index for s in subs] == list(range(1, len(expected) + 1)), "cue numbers run on across files"
 
 
@@ -322,6 +356,7 @@ def test_every_format_of_two_files_parses(exported_xnnpack, jfk_path, bad_clips,
 
 # ---- the audio loader, fuzzed ---------------------------------------------------------------------------------
 
+
 def test_fuzzed_audio_loader_fails_only_with_audio_errors(tmp_path):
     """A few hundred damaged WAV/FLAC files (headers, bytes, lengths): each loads to finite float32 mono or raises
     AudioError; nothing else escapes, and no file takes long. A watchdog ends the run if the loader hangs."""
@@ -346,10 +381,14 @@ def test_fuzzed_audio_loader_fails_only_with_audio_errors(tmp_path):
     path = tmp_path / "fuzzed"
     slowest = [0.0]
 
-    @settings(max_examples=300, deadline=None, database=None, derandomize=True,
-              suppress_health_check=[HealthCheck.too_slow])
-    @given(seed=st.sampled_from(range(len(seeds))), mutations=st.lists(mutation, min_size=1, max_size=4),
-           non_finite=st.sampled_from(["error", "zero"]))
+    @settings(
+        max_examples=300, deadline=None, database=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+    )
+    @given(
+        seed=st.sampled_from(range(len(seeds))),
+        mutations=st.lists(mutation, min_size=1, max_size=4),
+        non_finite=st.sampled_from(["error", "zero"]),
+    )
     def check(seed, mutations, non_finite):
         suffix = ".flac" if seeds[seed][:4] == b"fLaC" else ".wav"
         target = path.with_suffix(suffix)

@@ -1,4 +1,4 @@
-"""Smoke test of benchmarks/bench_transcribe.py (issue 6) at tiny size: it runs end to end, writes its three
+"""Smoke test of benchmarks/bench_transcribe.py at tiny size: it runs end to end, writes its three
 outputs, and the fp32 systems (NeMo eager, ONNX Runtime fp32, ExecuTorch fp32 via the Python and C++ runners)
 produce the same tokens. No timing assertions."""
 
@@ -23,8 +23,22 @@ def test_bench_transcribe_tiny(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
     # One xnnpack fp32 recipe keeps this under 3 minutes on 2 cores (the export dominates); --jobs 2 overlaps it
     # with NeMo's ONNX export.
-    cmd = [sys.executable, str(REPO / "benchmarks" / "bench_transcribe.py"), "--size", "tiny", "--audio-seconds", "2",
-           "--runs", "1", "--jobs", "2", "--recipes", "xnnpack-fp32", "--out", str(out)]
+    cmd = [
+        sys.executable,
+        str(REPO / "benchmarks" / "bench_transcribe.py"),
+        "--size",
+        "tiny",
+        "--audio-seconds",
+        "2",
+        "--runs",
+        "1",
+        "--jobs",
+        "2",
+        "--recipes",
+        "xnnpack-fp32",
+        "--out",
+        str(out),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     for name in ("results.json", "results.md", "rtfx.png"):
@@ -54,12 +68,21 @@ def test_bench_transcribe_tiny(tmp_path):
 
 @pytest.mark.slow
 def test_bench_export_tiny(tmp_path):
-    """benchmarks/bench_export.py (issue 8) at tiny size: export time, peak RSS, delegate count, encoder RTFx and
+    """benchmarks/bench_export.py at tiny size: export time, peak RSS, delegate count, encoder RTFx and
     the ETDump profile all land in its table."""
     out = tmp_path / "bench"
     env = dict(os.environ, PYTHONPATH=str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    cmd = [sys.executable, str(REPO / "benchmarks" / "bench_export.py"), "--size", "tiny", "--recipes", "none",
-           "--etdump", "--out", str(out)]
+    cmd = [
+        sys.executable,
+        str(REPO / "benchmarks" / "bench_export.py"),
+        "--size",
+        "tiny",
+        "--recipes",
+        "none",
+        "--etdump",
+        "--out",
+        str(out),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (row,) = json.loads((out / "results.json").read_text())

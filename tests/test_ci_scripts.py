@@ -1,6 +1,6 @@
 """The CI scripts run for real on the tiny test model: .ci/scripts/export_model_artifact.sh (xnnpack, incl. 8da4w;
 wrong name/backend pairs refused before any model loads) and .ci/scripts/test_model_e2e.sh (C++ runner against the
-Python runner on jfk.wav, and against expected text); plus the linters over the workflows and shell scripts.
+Python runner on jfk.wav, and against expected text); plus lint.sh (workflows, shell scripts, Python, C++).
 
 The metal and cuda workflows cannot run here (no Mac, no GPU); they are only linted.
 """
@@ -26,8 +26,14 @@ EXPORT_TIMEOUT = 1200
 
 
 def run(args: list, timeout: float, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", *map(str, args)], cwd=REPO, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        ["bash", *map(str, args)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def check_artifacts(out: Path) -> None:
@@ -65,13 +71,16 @@ def test_export_8da4w_xnnpack(tmp_path):
     assert '"recipe": "8da4w"' in report
 
 
-@pytest.mark.parametrize("quant, backend, says", [
-    ("quantized-int4-metal", "xnnpack", "it is for: metal"),
-    ("quantized-int4-tile-packed", "xnnpack", "it is for: cuda"),
-    ("quantized-8da4w", "portable", "it is for: xnnpack"),
-    ("quantized-int5", "xnnpack", "unknown quantization name 'quantized-int5'"),
-    ("non-quantized", "tpu", "unknown backend 'tpu'"),
-])
+@pytest.mark.parametrize(
+    "quant, backend, says",
+    [
+        ("quantized-int4-metal", "xnnpack", "it is for: metal"),
+        ("quantized-int4-tile-packed", "xnnpack", "it is for: cuda"),
+        ("quantized-8da4w", "portable", "it is for: xnnpack"),
+        ("quantized-int5", "xnnpack", "unknown quantization name 'quantized-int5'"),
+        ("non-quantized", "tpu", "unknown backend 'tpu'"),
+    ],
+)
 def test_export_refuses_wrong_pairs_before_loading(tmp_path, quant, backend, says):
     out = tmp_path / "out"
     t0 = time.monotonic()
@@ -80,8 +89,12 @@ def test_export_refuses_wrong_pairs_before_loading(tmp_path, quant, backend, say
     assert proc.returncode != 0
     assert says in proc.stderr
     # The message names every allowed pair.
-    for pair in ("non-quantized: portable, xnnpack, metal, cuda", "quantized-int4-metal: metal",
-                 "quantized-int4-tile-packed: cuda", "quantized-8da4w: xnnpack"):
+    for pair in (
+        "non-quantized: portable, xnnpack, metal, cuda",
+        "quantized-int4-metal: metal",
+        "quantized-int4-tile-packed: cuda",
+        "quantized-8da4w: xnnpack",
+    ):
         assert pair in proc.stderr, proc.stderr
     assert not out.exists(), "nothing may be built or written for a refused pair"
 
@@ -107,8 +120,12 @@ def test_e2e_cpp_matches_python_runner(xnnpack_artifact, jfk_path):
 
 
 def _python_transcript(folder: Path, audio: Path) -> str:
-    proc = subprocess.run(["python", "-m", "parakeet_executorch.runtime.cli", "--model", str(folder / "model.pte"),
-                           str(audio)], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        ["python", "-m", "parakeet_executorch.runtime.cli", "--model", str(folder / "model.pte"), str(audio)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.strip()
 
@@ -135,7 +152,7 @@ def test_e2e_expected_text(xnnpack_artifact, jfk_path, tmp_path):
     assert "does not contain" in proc.stderr
 
     part = tmp_path / "part.txt"
-    part.write_text(text[len(text) // 4: len(text) // 2].upper() + "\n")
+    part.write_text(text[len(text) // 4 : len(text) // 2].upper() + "\n")
     proc = run([E2E, xnnpack_artifact, jfk_path, part], 600, {"SKIP_BUILD": "1", "E2E_MATCH": "contains"})
     assert proc.returncode == 0, proc.stderr[-3000:]
 
@@ -187,10 +204,13 @@ def test_workflows_name_the_ci_scripts():
 
 
 def test_lint_passes():
-    """actionlint over .github/workflows and shellcheck over .ci (lint.sh), and over the macOS script."""
+    """lint.sh: actionlint over .github/workflows, shellcheck over .ci, ruff, mypy, import-linter and clang-format;
+    and shellcheck over the macOS script."""
     proc = run([LINT], 600)
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
-    assert "no findings" in proc.stdout
+    assert "shellcheck: no findings" in proc.stdout
+    assert "kept, 0 broken." in proc.stdout  # import-linter
+    assert "clang-format:" in proc.stdout
     if shutil.which("shellcheck") is None:
         pytest.fail("shellcheck is not installed (apt-get install shellcheck)")
     proc = subprocess.run(["shellcheck", str(MACOS_E2E)], capture_output=True, text=True, timeout=120)

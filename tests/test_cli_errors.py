@@ -15,8 +15,9 @@ from parakeet_executorch.runtime.cli import main as transcribe_main
 
 
 def run_export(*args):
-    return subprocess.run([sys.executable, "-m", "parakeet_executorch.export.cli", *args],
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "parakeet_executorch.export.cli", *args], capture_output=True, text=True, timeout=600
+    )
 
 
 @pytest.mark.parametrize("backend, needs", [("metal", "Apple silicon"), ("cuda", "NVIDIA GPU")])
@@ -47,7 +48,6 @@ def test_unreachable_hub_id_names_the_id_and_suggests_a_local_file(tmp_path):
 
 def test_failure_while_writing_leaves_no_partial_pte(tmp_path, monkeypatch):
     target = tmp_path / "model.pte"
-
 
     def boom(*a, **k):
         raise OSError("disk full")
@@ -119,6 +119,7 @@ def test_subtitle_formats(exported_xnnpack, capsys, jfk_path, fmt, head):
 # ---- --output-dir: checked before the model loads, one line, nothing left behind -------------------------------
 # The model path does not exist: were the folder not checked first, the export would print [load] and fail there.
 
+
 def assert_refused_before_loading(capsys, argv: list, *fragments: str) -> None:
     assert export_cli.main(argv) == 2
     out, err = capsys.readouterr()
@@ -133,11 +134,14 @@ def assert_refused_before_loading(capsys, argv: list, *fragments: str) -> None:
 def test_bad_output_dir_is_refused_before_loading(tmp_path, capsys, where):
     afile = tmp_path / "afile"
     afile.write_text("x")
-    out, fragment = {"file": (afile, "is not a folder"),
-                     "under_file": (afile / "sub", f"lies under {afile}, which is not a folder"),
-                     "proc": (Path("/proc/self/parakeet-export-test"), "is not writable")}[where]
-    assert_refused_before_loading(capsys, ["--model", str(tmp_path / "m.nemo"), "--output-dir", str(out)],
-                                  f"--output-dir {out}", fragment)
+    out, fragment = {
+        "file": (afile, "is not a folder"),
+        "under_file": (afile / "sub", f"lies under {afile}, which is not a folder"),
+        "proc": (Path("/proc/self/parakeet-export-test"), "is not writable"),
+    }[where]
+    assert_refused_before_loading(
+        capsys, ["--model", str(tmp_path / "m.nemo"), "--output-dir", str(out)], f"--output-dir {out}", fragment
+    )
     assert afile.read_text() == "x" and sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
 
 
@@ -151,14 +155,18 @@ def test_read_only_output_dir_is_found_before_loading(tmp_path, monkeypatch, cap
     ro.mkdir()
     ro.chmod(0o555)
     if os.access(ro, os.W_OK):  # root writes anywhere: make the write fail as on a read-only mount
+
         def read_only(*a, **k):
             raise OSError(errno.EROFS, os.strerror(errno.EROFS))
 
         monkeypatch.setattr(output_dir.tempfile, "mkstemp", read_only)
     try:
         assert_refused_before_loading(
-            capsys, ["--model", str(tmp_path / "m.nemo"), "--output-dir", str(ro / "new" / "deeper")],
-            "is not writable", "pass a folder you can write to")
+            capsys,
+            ["--model", str(tmp_path / "m.nemo"), "--output-dir", str(ro / "new" / "deeper")],
+            "is not writable",
+            "pass a folder you can write to",
+        )
         assert list(ro.iterdir()) == [], "the folders created for the check must be removed again"
     finally:
         ro.chmod(0o755)

@@ -24,13 +24,22 @@ ERROR_PREFIX = "parakeet_runner: error: "
 def runner() -> Path:
     proc = subprocess.run(["bash", str(BUILD_SCRIPT)], cwd=REPO, capture_output=True, text=True, timeout=900)
     if proc.returncode != 0 or not RUNNER.is_file():
-        pytest.fail(f"{BUILD_SCRIPT.relative_to(REPO)} failed (exit {proc.returncode}):\n"
-                    f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}", pytrace=False)
+        pytest.fail(
+            f"{BUILD_SCRIPT.relative_to(REPO)} failed (exit {proc.returncode}):\n"
+            f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}",
+            pytrace=False,
+        )
     return RUNNER
 
 
-def run_runner(runner: Path, folder: Path | None, audio: Path | None, *extra: str,
-               model: Path | None = None, tokenizer: Path | None = None) -> subprocess.CompletedProcess:
+def run_runner(
+    runner: Path,
+    folder: Path | None,
+    audio: Path | None,
+    *extra: str,
+    model: Path | None = None,
+    tokenizer: Path | None = None,
+) -> subprocess.CompletedProcess:
     args = [str(runner)]
     if model is not None or folder is not None:
         args += ["--model_path", str(model if model is not None else folder / "model.pte")]
@@ -104,8 +113,11 @@ def test_silence_dc_and_low_noise_match_python_runner(runner, exported_xnnpack, 
     import soundfile as sf
 
     n = 11 * SAMPLE_RATE
-    signals = {"zeros.wav": np.zeros(n, np.float32), "dc.wav": np.full(n, 0.3, np.float32),
-               "low_noise.wav": (np.random.RandomState(n).randn(n) * 1e-4).astype(np.float32)}
+    signals = {
+        "zeros.wav": np.zeros(n, np.float32),
+        "dc.wav": np.full(n, 0.3, np.float32),
+        "low_noise.wav": (np.random.RandomState(n).randn(n) * 1e-4).astype(np.float32),
+    }
     for name, audio in signals.items():
         sf.write(str(tmp_path / name), audio, SAMPLE_RATE, subtype="FLOAT")
         assert_same_as_python(runner, exported_xnnpack, tmp_path / name)
@@ -124,8 +136,12 @@ _NO_FPA4W = _recipe_on("fpa4w", ("xnnpack", "portable")) is None
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(_NO_8DA4W, strict=True, raises=SystemExit,
-                   reason="parakeet-export has no --quantize 8da4w recipe yet (argparse rejects the choice)")
+@pytest.mark.xfail(
+    _NO_8DA4W,
+    strict=True,
+    raises=SystemExit,
+    reason="parakeet-export has no --quantize 8da4w recipe yet (argparse rejects the choice)",
+)
 @pytest.mark.parametrize("clip", CLIPS)
 def test_8da4w_matches_python_runner(runner, tiny_nemo, export_root, jfk_path, clips_dir, clip):
     folder = export_tiny(tiny_nemo, export_root, "xnnpack", "--quantize", "8da4w")
@@ -133,8 +149,12 @@ def test_8da4w_matches_python_runner(runner, tiny_nemo, export_root, jfk_path, c
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(_NO_FPA4W, strict=True, raises=SystemExit,
-                   reason="parakeet-export has no --quantize fpa4w recipe yet (argparse rejects the choice)")
+@pytest.mark.xfail(
+    _NO_FPA4W,
+    strict=True,
+    raises=SystemExit,
+    reason="parakeet-export has no --quantize fpa4w recipe yet (argparse rejects the choice)",
+)
 def test_fpa4w_matches_python_runner(runner, tiny_nemo, export_root, jfk_path):
     backend = _recipe_on("fpa4w", ("xnnpack", "portable")) or "xnnpack"
     folder = export_tiny(tiny_nemo, export_root, backend, "--quantize", "fpa4w")
@@ -163,6 +183,7 @@ def test_text_output_with_word_timestamps(runner, exported_xnnpack, jfk_path):
 
 
 # ---- errors: one line naming the problem, a non-zero exit, nothing on stdout -------------------------------------
+
 
 def assert_clean_error(proc: subprocess.CompletedProcess, *fragments: str) -> str:
     assert proc.returncode != 0, proc.stdout
@@ -261,8 +282,13 @@ def other_tokenizer(tmp_path_factory, exported_xnnpack) -> tuple[Path, int]:
 
     size = make_transcriber(exported_xnnpack).model.metadata.vocab_size - 7
     prefix = tmp_path_factory.mktemp("other_tokenizer") / "tokenizer"
-    spm.SentencePieceTrainer.train(sentence_iterator=iter(corpus_lines(2000, seed=1)), model_prefix=str(prefix),
-                                   vocab_size=size, model_type="bpe", minloglevel=2)
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(corpus_lines(2000, seed=1)),
+        model_prefix=str(prefix),
+        vocab_size=size,
+        model_type="bpe",
+        minloglevel=2,
+    )
     return prefix.with_suffix(".model"), size
 
 
@@ -282,19 +308,22 @@ def test_tokenizer_file_that_is_not_sentencepiece(runner, exported_xnnpack, tmp_
     assert_clean_error(proc, "is not a SentencePiece model")
 
 
-@pytest.mark.parametrize("args, fragment", [
-    ([], "--model_path is required"),
-    (["--model_path", "m.pte"], "--audio_path is required"),
-    (["--model_path", "m.pte", "--audio_path", "a.wav", "--format", "srt"], "--format must be text, json or jsonl"),
-    (["--model_path", "m.pte", "--audio_path", "a.wav", "--timestamps", "char"], "--timestamps must be"),
-    (["--bogus"], "unknown argument"),
-    (["--model_path", "m.pte", "--stream", "x.raw"], "--stream takes '-'"),
-    (["--model_path", "m.pte", "--stream", "-", "--audio_path", "a.wav"], "exclusive"),
-    (["--model_path", "m.pte", "--stream", "-", "--format", "json"], "needs the whole transcript"),
-    (["--model_path", "m.pte", "--stream", "-", "--chunk_seconds", "0"], "cannot be used with --stream"),
-    (["--model_path", "m.pte", "--stream", "-", "--stream_rate", "0"], "must be positive"),
-    (["--model_path", "m.pte", "--audio_path", "a.wav", "--chunk_seconds", "ten"], "must be a number of seconds"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        ([], "--model_path is required"),
+        (["--model_path", "m.pte"], "--audio_path is required"),
+        (["--model_path", "m.pte", "--audio_path", "a.wav", "--format", "srt"], "--format must be text, json or jsonl"),
+        (["--model_path", "m.pte", "--audio_path", "a.wav", "--timestamps", "char"], "--timestamps must be"),
+        (["--bogus"], "unknown argument"),
+        (["--model_path", "m.pte", "--stream", "x.raw"], "--stream takes '-'"),
+        (["--model_path", "m.pte", "--stream", "-", "--audio_path", "a.wav"], "exclusive"),
+        (["--model_path", "m.pte", "--stream", "-", "--format", "json"], "needs the whole transcript"),
+        (["--model_path", "m.pte", "--stream", "-", "--chunk_seconds", "0"], "cannot be used with --stream"),
+        (["--model_path", "m.pte", "--stream", "-", "--stream_rate", "0"], "must be positive"),
+        (["--model_path", "m.pte", "--audio_path", "a.wav", "--chunk_seconds", "ten"], "must be a number of seconds"),
+    ],
+)
 def test_bad_arguments(runner, args, fragment):
     proc = subprocess.run([str(runner), *args], capture_output=True, text=True, timeout=60)
     assert_clean_error(proc, fragment)
@@ -321,8 +350,12 @@ def long_clips(tmp_path_factory, jfk_audio) -> dict:
     up = soxr.resample(long, SAMPLE_RATE, 48000)
     sf.write(str(d / "long48_stereo.wav"), np.stack([0.9 * up, 0.6 * up], axis=1), 48000, subtype="PCM_16")
     pcm, _ = sf.read(str(d / "long16.wav"), dtype="int16")
-    return {"16k": d / "long16.wav", "44k": d / "long44.wav", "48k_stereo": d / "long48_stereo.wav",
-            "raw16": pcm.tobytes()}
+    return {
+        "16k": d / "long16.wav",
+        "44k": d / "long44.wav",
+        "48k_stereo": d / "long48_stereo.wav",
+        "raw16": pcm.tobytes(),
+    }
 
 
 def pcm_bytes(path: Path) -> bytes:
@@ -333,10 +366,15 @@ def pcm_bytes(path: Path) -> bytes:
 
 # The C++ runner's flags and usage are its own (underscores, --audio_path); otherwise its messages are the Python
 # runner's word for word.
-_PYTHON_SPELLING = {"--chunk_seconds": "--chunk-seconds", "--left_context_seconds": "--left-context-seconds",
-                    "--right_context_seconds": "--right-context-seconds", "--stream_rate": "--stream-rate",
-                    "--stream_channels": "--stream-channels", "pass the file with --audio_path":
-                    "pass the file as an argument", "text": "txt"}
+_PYTHON_SPELLING = {
+    "--chunk_seconds": "--chunk-seconds",
+    "--left_context_seconds": "--left-context-seconds",
+    "--right_context_seconds": "--right-context-seconds",
+    "--stream_rate": "--stream-rate",
+    "--stream_channels": "--stream-channels",
+    "pass the file with --audio_path": "pass the file as an argument",
+    "text": "txt",
+}
 
 
 def cpp_error_as_python(line: str) -> str:
@@ -355,12 +393,19 @@ def python_cli(transcriber, audio: Path | None, args: list[str], stdin: bytes | 
 
     from parakeet_executorch.runtime import cli
 
-    argv = ["--model", "unused.pte", *([str(audio)] if audio is not None else []),
-            *(_PYTHON_SPELLING.get(a, a) for a in args)]
+    argv = [
+        "--model",
+        "unused.pte",
+        *([str(audio)] if audio is not None else []),
+        *(_PYTHON_SPELLING.get(a, a) for a in args),
+    ]
     out, err = io.StringIO(), io.StringIO()
-    with mock.patch.object(cli, "load_transcriber", lambda *_a, **_k: transcriber), \
-            mock.patch("parakeet_executorch.audio_stream.stdin_binary", lambda: io.BytesIO(stdin or b"")), \
-            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with (
+        mock.patch.object(cli, "load_transcriber", lambda *_a, **_k: transcriber),
+        mock.patch("parakeet_executorch.audio_stream.stdin_binary", lambda: io.BytesIO(stdin or b"")),
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
         try:
             code = cli.main(argv)
         except SystemExit as exc:
@@ -439,8 +484,17 @@ def test_long_file_progress_bar_on_a_terminal(runner, exported_xnnpack, jfk_path
     import os
     import pty
 
-    args = [str(runner), "--model_path", str(exported_xnnpack / "model.pte"), "--audio_path", str(jfk_path),
-            "--chunk_seconds", "2", "--right_context_seconds", "1"]
+    args = [
+        str(runner),
+        "--model_path",
+        str(exported_xnnpack / "model.pte"),
+        "--audio_path",
+        str(jfk_path),
+        "--chunk_seconds",
+        "2",
+        "--right_context_seconds",
+        "1",
+    ]
     plain = subprocess.run(args, capture_output=True, timeout=120)
     controller, terminal = pty.openpty()
     try:
@@ -466,12 +520,27 @@ def test_long_file_progress_bar_on_a_terminal(runner, exported_xnnpack, jfk_path
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, args", [
-    ("jsonl-small", ["--format", "jsonl", *SMALL_CONTEXT]),
-    ("text-live-defaults", []),
-    ("jsonl-44k-stereo-partial", ["--format", "jsonl", "--partial", "--stream_rate", "44100",
-                                  "--stream_channels", "2", "--timestamps", "none"]),
-])
+@pytest.mark.parametrize(
+    "name, args",
+    [
+        ("jsonl-small", ["--format", "jsonl", *SMALL_CONTEXT]),
+        ("text-live-defaults", []),
+        (
+            "jsonl-44k-stereo-partial",
+            [
+                "--format",
+                "jsonl",
+                "--partial",
+                "--stream_rate",
+                "44100",
+                "--stream_channels",
+                "2",
+                "--timestamps",
+                "none",
+            ],
+        ),
+    ],
+)
 def test_stdin_stream_matches_python(runner, exported_xnnpack, transcriber_xnnpack, long_clips, tmp_path, name, args):
     if "--stream_channels" in args:
         import soundfile as sf
@@ -497,23 +566,40 @@ def test_stdin_stream_matches_python(runner, exported_xnnpack, transcriber_xnnpa
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("audio, stdin, args", [
-    (None, b"\x00" * 64, ["--right_context_seconds", "-1"]),
-    (None, b"\x00" * 64, ["--chunk_seconds", "0.01"]),
-    (None, b"\x00" * 64, ["--left_context_seconds", "70"]),
-    (None, b"\x00" * 64, ["--chunk_seconds", "inf"]),
-    ("jfk", None, ["--left_context_seconds", "-2"]),
-    ("jfk", None, ["--chunk_seconds", "50", "--right_context_seconds", "30"]),
-    ("long", None, ["--chunk_seconds", "0"]),
-    (None, "wav", []),
-    (None, b"\x01\x02\x03", []),
-    (None, b"\x00" * 6002, ["--stream_channels", "2"]),
-    (None, b"", []),
-    (None, b"", ["--format", "jsonl"]),
-], ids=["negative", "chunk-below-a-frame", "window-past-bound", "inf", "file-negative", "file-window-past-bound",
-        "one-pass-past-bound", "wav-on-stdin", "mid-frame", "mid-frame-stereo", "empty", "empty-jsonl"])
-def test_bad_long_and_live_input(runner, exported_xnnpack, transcriber_xnnpack, jfk_path, long_clips, audio, stdin,
-                                 args):
+@pytest.mark.parametrize(
+    "audio, stdin, args",
+    [
+        (None, b"\x00" * 64, ["--right_context_seconds", "-1"]),
+        (None, b"\x00" * 64, ["--chunk_seconds", "0.01"]),
+        (None, b"\x00" * 64, ["--left_context_seconds", "70"]),
+        (None, b"\x00" * 64, ["--chunk_seconds", "inf"]),
+        ("jfk", None, ["--left_context_seconds", "-2"]),
+        ("jfk", None, ["--chunk_seconds", "50", "--right_context_seconds", "30"]),
+        ("long", None, ["--chunk_seconds", "0"]),
+        (None, "wav", []),
+        (None, b"\x01\x02\x03", []),
+        (None, b"\x00" * 6002, ["--stream_channels", "2"]),
+        (None, b"", []),
+        (None, b"", ["--format", "jsonl"]),
+    ],
+    ids=[
+        "negative",
+        "chunk-below-a-frame",
+        "window-past-bound",
+        "inf",
+        "file-negative",
+        "file-window-past-bound",
+        "one-pass-past-bound",
+        "wav-on-stdin",
+        "mid-frame",
+        "mid-frame-stereo",
+        "empty",
+        "empty-jsonl",
+    ],
+)
+def test_bad_long_and_live_input(
+    runner, exported_xnnpack, transcriber_xnnpack, jfk_path, long_clips, audio, stdin, args
+):
     """Exit 2 with one error line, the Python runner's message (in the C++ runner's spelling of its flags); an empty
     stream is an empty transcript with exit 0, exactly as the Python runner prints it."""
     path = {"jfk": jfk_path, "long": long_clips["16k"], None: None}[audio]
@@ -532,11 +618,16 @@ def test_bad_long_and_live_input(runner, exported_xnnpack, transcriber_xnnpack, 
     assert len(errors) == 1 and cpp_err.splitlines()[-1] == errors[0], cpp_err
     assert cpp_error_as_python(errors[0]) == py_err.splitlines()[-1]
 
+
 def test_help_documents_several_files_and_the_new_flags(runner):
     proc = subprocess.run([str(runner), "--help"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0
-    for fragment in ("[--audio_path AUDIO ...]", "repeat it for several files", "--zero_non_finite",
-                     "--ignore_tokenizer_fingerprint"):
+    for fragment in (
+        "[--audio_path AUDIO ...]",
+        "repeat it for several files",
+        "--zero_non_finite",
+        "--ignore_tokenizer_fingerprint",
+    ):
         assert fragment in proc.stdout
 
 
@@ -568,8 +659,9 @@ def assert_not_crashed(proc: subprocess.CompletedProcess) -> None:
 @pytest.mark.slow
 def test_nan_samples_are_refused(runner, exported_xnnpack, bad_clips):
     proc = run_runner(runner, exported_xnnpack, bad_clips / "nan.wav")
-    assert_clean_error(proc, str(bad_clips / "nan.wav"), "sample 16000 at 1.000 s is nan (100 non-finite samples)",
-                       "--zero_non_finite")
+    assert_clean_error(
+        proc, str(bad_clips / "nan.wav"), "sample 16000 at 1.000 s is nan (100 non-finite samples)", "--zero_non_finite"
+    )
 
 
 @pytest.mark.slow
@@ -585,8 +677,10 @@ def test_zero_non_finite_matches_python(runner, exported_xnnpack, bad_clips):
     proc = run_runner(runner, exported_xnnpack, bad_clips / "nan.wav", "--zero_non_finite", "--format", "json")
     assert proc.returncode == 0, proc.stderr
     warnings = [line for line in proc.stderr.splitlines() if line.startswith(WARNING_PREFIX)]
-    assert warnings == [f"{WARNING_PREFIX}{bad_clips / 'nan.wav'}: sample 16000 at 1.000 s is nan "
-                        "(100 non-finite samples); replaced by silence"]
+    assert warnings == [
+        f"{WARNING_PREFIX}{bad_clips / 'nan.wav'}: sample 16000 at 1.000 s is nan "
+        "(100 non-finite samples); replaced by silence"
+    ]
     import warnings as py_warnings
 
     from parakeet_executorch.audio import load_audio
@@ -595,14 +689,16 @@ def test_zero_non_finite_matches_python(runner, exported_xnnpack, bad_clips):
     with py_warnings.catch_warnings():
         py_warnings.simplefilter("ignore")
         audio = load_audio(bad_clips / "nan.wav", SAMPLE_RATE, non_finite="zero")
-    assert proc.stdout.rstrip("\n") == render([(str(bad_clips / "nan.wav"), transcriber.transcribe(audio))], "json",
-                                              "all")
+    assert proc.stdout.rstrip("\n") == render(
+        [(str(bad_clips / "nan.wav"), transcriber.transcribe(audio))], "json", "all"
+    )
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt, py_fmt", [("json", "json"), ("text", "txt")])
-def test_one_bad_file_does_not_throw_away_the_others(runner, exported_xnnpack, jfk_path, bad_clips, tmp_path,
-                                                     fmt, py_fmt):
+def test_one_bad_file_does_not_throw_away_the_others(
+    runner, exported_xnnpack, jfk_path, bad_clips, tmp_path, fmt, py_fmt
+):
     from parakeet_executorch.runtime.formats import render
 
     missing = tmp_path / "missing.wav"
@@ -625,9 +721,11 @@ def test_truncated_wav_warns_and_matches_python(runner, exported_xnnpack, bad_cl
     proc = run_runner(runner, exported_xnnpack, bad_clips / "truncated.wav")
     assert proc.returncode == 0, proc.stderr
     [warning] = [line for line in proc.stderr.splitlines() if line.startswith(WARNING_PREFIX)]
-    assert warning == (f"{WARNING_PREFIX}{bad_clips / 'truncated.wav'} is truncated: its header promises 352000 "
-                       "bytes of audio but the file holds 175961; transcribing the 5.50 s that are there. Re-copy or "
-                       "re-encode the file if the rest matters.")
+    assert warning == (
+        f"{WARNING_PREFIX}{bad_clips / 'truncated.wav'} is truncated: its header promises 352000 "
+        "bytes of audio but the file holds 175961; transcribing the 5.50 s that are there. Re-copy or "
+        "re-encode the file if the rest matters."
+    )
     assert proc.stdout == python_result(exported_xnnpack, bad_clips / "truncated.wav").text + "\n"
 
 
@@ -635,14 +733,16 @@ def test_truncated_wav_warns_and_matches_python(runner, exported_xnnpack, bad_cl
 def test_tokenizer_of_the_same_size_from_another_export(runner, exported_xnnpack, same_size_tokenizer, jfk_path):
     proc = run_runner(runner, exported_xnnpack, jfk_path, tokenizer=same_size_tokenizer)
     assert_clean_error(proc, f"tokenizer {same_size_tokenizer} is not the one", "--ignore_tokenizer_fingerprint")
-    proc = run_runner(runner, exported_xnnpack, jfk_path, "--ignore_tokenizer_fingerprint",
-                      tokenizer=same_size_tokenizer)
+    proc = run_runner(
+        runner, exported_xnnpack, jfk_path, "--ignore_tokenizer_fingerprint", tokenizer=same_size_tokenizer
+    )
     assert proc.returncode == 0 and proc.stdout.strip(), proc.stderr
 
 
 @pytest.mark.slow
-def test_pte_without_fingerprint_loads_with_one_warning(runner, exported_without_fingerprint, exported_xnnpack,
-                                                        jfk_path):
+def test_pte_without_fingerprint_loads_with_one_warning(
+    runner, exported_without_fingerprint, exported_xnnpack, jfk_path
+):
     proc = run_files(runner, exported_without_fingerprint, [jfk_path, jfk_path])
     assert proc.returncode == 0, proc.stderr
     [warning] = [line for line in proc.stderr.splitlines() if line.startswith(WARNING_PREFIX)]
@@ -655,10 +755,15 @@ def test_pte_without_fingerprint_loads_with_one_warning(runner, exported_without
 def test_truncated_pte_says_what_the_error_code_means(runner, exported_xnnpack, tmp_path, jfk_path):
     data = (exported_xnnpack / "model.pte").read_bytes()
     (tmp_path / "model.pte").write_bytes(data[: len(data) // 2])
-    proc = run_runner(runner, None, jfk_path, model=tmp_path / "model.pte",
-                      tokenizer=exported_xnnpack / "tokenizer.model")
-    assert_clean_error(proc, "ExecuTorch error 0x23 InvalidProgram", "truncated or corrupt .pte",
-                       "runtime says: File size is too small")
+    proc = run_runner(
+        runner, None, jfk_path, model=tmp_path / "model.pte", tokenizer=exported_xnnpack / "tokenizer.model"
+    )
+    assert_clean_error(
+        proc,
+        "ExecuTorch error 0x23 InvalidProgram",
+        "truncated or corrupt .pte",
+        "runtime says: File size is too small",
+    )
 
 
 @pytest.mark.slow
@@ -671,8 +776,7 @@ def test_fuzzed_audio_files_give_an_error_line_or_a_transcript(runner, exported_
     files = write_mutants(tmp_path, 200, seed=0)
     proc = run_files(runner, exported_xnnpack, files)
     if proc.returncode not in (0, 2):
-        crashers = [f.name for f in files
-                    if run_runner(runner, exported_xnnpack, f).returncode not in (0, 2)]
+        crashers = [f.name for f in files if run_runner(runner, exported_xnnpack, f).returncode not in (0, 2)]
         pytest.fail(f"runner exit {proc.returncode} on the damaged files; alone, these crash it: {crashers}")
     lines = proc.stderr.splitlines()
     for f in files:

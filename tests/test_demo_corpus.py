@@ -19,7 +19,7 @@ def test_vocabulary_is_plain_words_with_a_documented_heldout_list():
     assert len(vocab) == len(set(vocab)) == 5000 and vocab[:3] == ["the", "to", "and"]
     assert all(re.fullmatch(r"[a-z]+", w) for w in vocab)
     held = text.heldout_words()
-    assert len(held) == 250 and held <= set(vocab[text.HELDOUT_MIN_RANK:])
+    assert len(held) == 250 and held <= set(vocab[text.HELDOUT_MIN_RANK :])
     assert held == text.heldout_words.__wrapped__()  # a fixed seed: the same list every time
     assert not held & {w for g in text.homophone_groups() for w in g}
     assert ("to", "two", "too") in text.homophone_groups()  # most frequent first
@@ -39,16 +39,19 @@ def test_training_text_never_has_heldout_words_or_second_homophones():
     assert 0.05 < sum(w in held for w in test_words) / len(test_words) < 0.15
 
 
-@pytest.mark.parametrize("raw, expected", [
-    ("Don't panic!", "do not panic"),
-    ("It's 1984, and we're late.", "it is one thousand nine hundred eighty four and we are late"),
-    ("Well-known -- and \u201cquoted\u201d", "well known and quoted"),
-    ("I can't; you won't.", "i can not you will not"),
-    ("John's car", None),
-    ("It costs $5", None),
-    ("Pi is 3.14", None),
-    ("the 2nd time", None),
-])
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("Don't panic!", "do not panic"),
+        ("It's 1984, and we're late.", "it is one thousand nine hundred eighty four and we are late"),
+        ("Well-known -- and \u201cquoted\u201d", "well known and quoted"),
+        ("I can't; you won't.", "i can not you will not"),
+        ("John's car", None),
+        ("It costs $5", None),
+        ("Pi is 3.14", None),
+        ("the 2nd time", None),
+    ],
+)
 def test_normalize(raw, expected):
     assert text.normalize(raw) == expected
 
@@ -65,10 +68,17 @@ def test_sentences_file_is_normalised_and_in_vocabulary():
     assert all(3 <= len(s.split()) <= 24 and set(s.split()) <= vocab for s in lines)
 
 
-@pytest.mark.parametrize("voice", [synth.Voice("espeak", "en-gb+m3", 1.1, 40, 1), synth.Voice("flite", "slt", 0.9, 180),
-                                   synth.Voice("flite", "kal"), synth.Voice("festival", "kal_diphone", 1.1),
-                                   synth.Voice("festival", "cmu_us_slt_arctic_hts", 0.9, 1)],
-                         ids=lambda v: f"{v.synth}-{v.name}")
+@pytest.mark.parametrize(
+    "voice",
+    [
+        synth.Voice("espeak", "en-gb+m3", 1.1, 40, 1),
+        synth.Voice("flite", "slt", 0.9, 180),
+        synth.Voice("flite", "kal"),
+        synth.Voice("festival", "kal_diphone", 1.1),
+        synth.Voice("festival", "cmu_us_slt_arctic_hts", 0.9, 1),
+    ],
+    ids=lambda v: f"{v.synth}-{v.name}",
+)
 def test_each_synthesizer_gives_16k_float_audio_deterministically(voice):
     try:
         synth.program(voice.synth)
@@ -118,7 +128,7 @@ def test_augmentation_is_seeded_and_keeps_length():
     rir = augment.room_impulse_response(np.random.default_rng(0), 16000, rt60=0.5, predelay=0.004, drr_db=6.0)
     tail = rir[64:]
     assert len(rir) == int(1.2 * 0.5 * 16000) and rir[0] == 1.0
-    assert np.isclose(10 * np.log10(1.0 / np.sum(tail ** 2)), 6.0, atol=0.01)  # the direct-to-reverberant ratio
+    assert np.isclose(10 * np.log10(1.0 / np.sum(tail**2)), 6.0, atol=0.01)  # the direct-to-reverberant ratio
     first, last = np.sum(tail[:800] ** 2), np.sum(tail[-800:] ** 2)
     assert 10 * np.log10(first / last) > 45  # ~60 dB of decay over RT60
 
@@ -128,7 +138,7 @@ def test_noise_is_added_at_the_drawn_snr():
     recipe = augment.AugmentRecipe(reverb_p=0.0, noise_p=1.0, hum_p=0.0, peak_dbfs=(0.0, 0.0))
     y, info = augment.augment(x, np.random.default_rng(1), recipe=recipe)
     clean = x * (np.dot(y, x) / np.dot(x, x))  # the output is rescaled to its peak level: project it back
-    snr = 10 * np.log10(np.sum(clean ** 2) / np.sum((y - clean) ** 2))
+    snr = 10 * np.log10(np.sum(clean**2) / np.sum((y - clean) ** 2))
     assert abs(snr - info["snr_db"]) < 0.5
 
 
@@ -168,8 +178,11 @@ def test_synthesis_is_the_same_in_one_process_or_a_pool():
 
 def test_long_recording_offsets():
     clips = corpus.test_sets(seed=3, n=1, long_seconds=8)["long"][:3]
-    audio = [np.full(16000, 0.1, dtype=np.float32), np.full(8000, 0.2, dtype=np.float32),
-             np.full(4000, 0.3, dtype=np.float32)]
+    audio = [
+        np.full(16000, 0.1, dtype=np.float32),
+        np.full(8000, 0.2, dtype=np.float32),
+        np.full(4000, 0.3, dtype=np.float32),
+    ]
     recording, rows = corpus.long_recording(clips, audio, min_seconds=1.5)
     for row, a in zip(rows, audio):
         start, end = round(row["start"] * 16000), round(row["end"] * 16000)

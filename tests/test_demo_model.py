@@ -13,6 +13,8 @@ from conftest import DEMO_DIR, SAMPLE_RATE, make_transcriber
 
 SAMPLE_WAV = DEMO_DIR / "sample.wav"
 SAMPLE_TXT = DEMO_DIR / "sample.txt"
+
+
 def test_sample_is_held_out():
     """A test-pool sentence (never in training or dev text) without held-out words, by a held-out voice; the
     training sets of both training runs (base and fine-tune), rebuilt from their logs' arguments, have the logged
@@ -28,8 +30,12 @@ def test_sample_is_held_out():
     for log_name in ("base_train_log.json", "train_log.json"):
         log = json.loads((DEMO_DIR / log_name).read_text())
         args = log["args"]
-        train = corpus.training_set(args["seed"], hours=args["hours"], long_fraction=args["long_fraction"],
-                                    mixed_voice_fraction=args.get("mixed_voice_fraction", 0.0))
+        train = corpus.training_set(
+            args["seed"],
+            hours=args["hours"],
+            long_fraction=args["long_fraction"],
+            mixed_voice_fraction=args.get("mixed_voice_fraction", 0.0),
+        )
         assert len(train) == log["data"]["clips"], log_name
         assert sum(len(c.texts) for c in train) == log["data"]["segments"], log_name
         assert all(clip.text not in c.texts for c in train)
@@ -100,9 +106,37 @@ def test_training_runs_on_cpu(tmp_path):
     from parakeet_executorch.training.train import main
 
     out = tmp_path / "t.nemo"
-    assert main(["--out", str(out), "--device", "cpu", "--size", "tiny", "--vocab-size", "128",
-                 "--utterances", "24", "--long-fraction", "0", "--dev-utterances", "3", "--steps", "3",
-                 "--batch-size", "8", "--batch-seconds", "60", "--eval-every", "3", "--workers", "2"]) == 0
+    assert (
+        main(
+            [
+                "--out",
+                str(out),
+                "--device",
+                "cpu",
+                "--size",
+                "tiny",
+                "--vocab-size",
+                "128",
+                "--utterances",
+                "24",
+                "--long-fraction",
+                "0",
+                "--dev-utterances",
+                "3",
+                "--steps",
+                "3",
+                "--batch-size",
+                "8",
+                "--batch-seconds",
+                "60",
+                "--eval-every",
+                "3",
+                "--workers",
+                "2",
+            ]
+        )
+        == 0
+    )
     log = json.loads(out.with_name("t.nemo.train.json").read_text())
     assert log["steps"] == 3 and log["device"] == "cpu" and np.isfinite(log["history"][-1]["loss"])
     assert log["corpus"] == "v2" and log["data"]["clips"] == 24 and log["data"]["long_clips"] == 0
@@ -127,8 +161,23 @@ def test_eval_wer_writes_a_table(tmp_path, demo_nemo):
     """Four clips per set and a 70 s long recording (past one 56 s window, so it is decoded buffered)."""
     from parakeet_executorch.training.evaluate import main
 
-    assert main(["--model", str(demo_nemo), "--out", str(tmp_path), "--clips", "4", "--long-seconds", "70",
-                 "--recipes", "none:portable"]) == 0
+    assert (
+        main(
+            [
+                "--model",
+                str(demo_nemo),
+                "--out",
+                str(tmp_path),
+                "--clips",
+                "4",
+                "--long-seconds",
+                "70",
+                "--recipes",
+                "none:portable",
+            ]
+        )
+        == 0
+    )
     results = json.loads((tmp_path / "results.json").read_text())
     systems = [(r["system"], r["recipe"], r["backend"]) for r in results["results"]]
     assert systems == [("nemo-eager", "none", "pytorch"), ("pte", "none", "portable")]
@@ -155,6 +204,28 @@ def test_eval_wer_refuses_training_seed_and_bad_pairs(tmp_path, demo_nemo):
 def test_training_step_on_cuda_with_nemo_loss(tmp_path):
     from parakeet_executorch.training.train import main
 
-    assert main(["--out", str(tmp_path / "t.nemo"), "--device", "cuda", "--size", "tiny", "--vocab-size", "128",
-                 "--utterances", "24", "--dev-utterances", "3", "--steps", "3", "--batch-size", "8",
-                 "--eval-every", "3"]) == 0
+    assert (
+        main(
+            [
+                "--out",
+                str(tmp_path / "t.nemo"),
+                "--device",
+                "cuda",
+                "--size",
+                "tiny",
+                "--vocab-size",
+                "128",
+                "--utterances",
+                "24",
+                "--dev-utterances",
+                "3",
+                "--steps",
+                "3",
+                "--batch-size",
+                "8",
+                "--eval-every",
+                "3",
+            ]
+        )
+        == 0
+    )

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import SAMPLE_RATE
 from nemo_reference import assert_same_transcript, nemo_transcribe, runner_result
+
+from conftest import SAMPLE_RATE
 
 
 def test_empty_audio_gives_empty_transcript(transcriber_xnnpack):
@@ -37,8 +38,9 @@ def _constant_signal(kind: str, seconds: float) -> np.ndarray:
 
 
 # Digital silence and DC at lengths from 0.5 s to 30 s (the default .pte takes 60 s), low-level signals at two.
-CONSTANT_CASES = ([(kind, s) for kind in ("zeros", "dc") for s in (0.5, 1.0, 3.61, 11.0, 30.0)]
-                  + [(kind, s) for kind in ("low dc", "low noise") for s in (3.61, 11.0)])
+CONSTANT_CASES = [(kind, s) for kind in ("zeros", "dc") for s in (0.5, 1.0, 3.61, 11.0, 30.0)] + [
+    (kind, s) for kind in ("low dc", "low noise") for s in (3.61, 11.0)
+]
 
 
 @pytest.mark.parametrize("kind, seconds", CONSTANT_CASES)
@@ -56,8 +58,9 @@ def test_silent_and_constant_audio(transcriber_xnnpack, nemo_model, kind, second
     assert torch.isfinite(features).all() and torch.isfinite(encoded).all()
     transcript = transcriber_xnnpack.transcribe(audio)
     frame = 0.08  # seconds per encoder frame; a token starts on a frame of the clip and lasts up to 4 frames
-    assert all(0 <= s.start <= seconds + frame and s.start <= s.end <= s.start + 4 * frame + 1e-9
-               for s in transcript.tokens)
+    assert all(
+        0 <= s.start <= seconds + frame and s.start <= s.end <= s.start + 4 * frame + 1e-9 for s in transcript.tokens
+    )
     assert_same_transcript(runner_result(transcript), nemo_transcribe(nemo_model, audio))
 
 
@@ -75,13 +78,14 @@ def test_silence_features_are_nemos(transcriber_xnnpack, nemo_model, seconds):
         ref, ref_length = nemo_model.preprocessor(input_signal=torch.zeros(1, n), length=torch.tensor([n]))
     assert length == int(ref_length)
     ours, ref = ours[..., :length], ref[..., :length]
-    assert ((ours - ref).abs() <= 2.0 ** -22 * ref.abs()).all(), f"max error {(ours - ref).abs().max():.3g}"
+    assert ((ours - ref).abs() <= 2.0**-22 * ref.abs()).all(), f"max error {(ours - ref).abs().max():.3g}"
 
 
 def test_demo_model_hears_nothing_in_digital_silence(demo_nemo, export_root):
     """3.61 s of zeros: NeMo's transcript of the trained demo model is empty; the .pte printed "our horse"."""
-    from conftest import export_tiny, make_transcriber
     from parakeet_executorch.export.load import load_nemo_model
+
+    from conftest import export_tiny, make_transcriber
 
     audio = _constant_signal("zeros", 3.61)
     ref = nemo_transcribe(load_nemo_model(str(demo_nemo)), audio)

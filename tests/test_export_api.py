@@ -7,9 +7,10 @@ import json
 
 import pytest
 
-from conftest import export_tiny
 from parakeet_executorch import ExportOptions, export_pte
 from parakeet_executorch.export.recipes import RecipeError
+
+from conftest import export_tiny
 
 
 def test_options_are_checked_before_anything_is_created(tmp_path):
@@ -27,14 +28,21 @@ def test_options_are_checked_before_anything_is_created(tmp_path):
 def test_report_of_a_quantized_export_equals_the_cli_and_its_file(tiny_nemo, export_root, tmp_path):
     cli_folder = export_tiny(tiny_nemo, export_root, "xnnpack", "--quantize", "8da4w")
     lines = []
-    report = export_pte(tiny_nemo, ExportOptions(backend="xnnpack", quantize="8da4w", output_dir=tmp_path),
-                        progress=lines.append)
+    report = export_pte(
+        tiny_nemo, ExportOptions(backend="xnnpack", quantize="8da4w", output_dir=tmp_path), progress=lines.append
+    )
     assert report.pte_path == tmp_path / "model.pte" and report.pte_bytes == report.pte_path.stat().st_size
     assert report.pte_path.read_bytes() == (cli_folder / "model.pte").read_bytes()
     assert report.as_json() == json.loads((cli_folder / "export_report.json").read_text())
     assert not (tmp_path / "export_report.json").exists()  # the file is the CLI's
-    assert [s.name.split()[0] for s in report.stages] == ["load", "quantize", "export", "lower", "to_executorch",
-                                                          "serialize"]
+    assert [s.name.split()[0] for s in report.stages] == [
+        "load",
+        "quantize",
+        "export",
+        "lower",
+        "to_executorch",
+        "serialize",
+    ]
     assert all(s.seconds > 0 for s in report.stages) and f"[{report.stages[0].name}] ..." in lines
     encoder = report.quantization.part("encoder")
     assert report.quantization.applied and encoder.recipe == "8da4w" and encoder.group_size == 32

@@ -16,6 +16,7 @@ def cache_dir(tmp_path, monkeypatch) -> Path:
 
 def _fake_export(calls):
     """Stands in for parakeet-export's main: writes the three files, their bytes naming the call."""
+
     def export(argv):
         out = Path(argv[argv.index("--output-dir") + 1])
         out.mkdir(parents=True, exist_ok=True)
@@ -23,6 +24,7 @@ def _fake_export(calls):
         for name in ("model.pte", "tokenizer.model", "export_report.json"):
             (out / name).write_text(f"{name} {len(calls)}")
         return 0
+
     return export
 
 
@@ -51,9 +53,14 @@ def test_second_export_comes_from_the_cache(tmp_path, cache_dir, capsys):
     assert cached_export(str(model), "xnnpack", tmp_path / "e", export=export) == 0
     assert cached_export(str(model), "xnnpack", tmp_path / "f", use_cache=False, export=export) == 0
     assert len(calls) == 5
-    assert json.loads(next(p for p in (cache_dir / "exports").iterdir()
-                           if "8da4w" in (p / "key.json").read_text()).joinpath("key.json").read_text())[
-        "recipe"] == "8da4w"
+    assert (
+        json.loads(
+            next(p for p in (cache_dir / "exports").iterdir() if "8da4w" in (p / "key.json").read_text())
+            .joinpath("key.json")
+            .read_text()
+        )["recipe"]
+        == "8da4w"
+    )
 
 
 def test_failed_export_is_not_cached(tmp_path, cache_dir):

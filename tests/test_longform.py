@@ -10,13 +10,14 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import SAMPLE_RATE, export_tiny, make_transcriber
 from nemo_reference import nemo_buffered_tokens
 from parakeet_executorch.runtime.buffered import BufferedDecoder, ContextError, ContextSize, transcribe_buffered
 
+from conftest import SAMPLE_RATE, export_tiny, make_transcriber
+
 
 def blocks_of(audio: np.ndarray, size: int):
-    return [audio[i:i + size] for i in range(0, len(audio), size)]
+    return [audio[i : i + size] for i in range(0, len(audio), size)]
 
 
 def raw_tokens(transcriber, audio, context, block=7000, decode_partial_frame=False):
@@ -35,8 +36,11 @@ def long_jfk(jfk_audio) -> np.ndarray:
     return np.concatenate([np.concatenate([jfk_audio, gap])] * 6)
 
 
-@pytest.mark.parametrize("context", [ContextSize(10, 25, 5), ContextSize(2, 5, 2), ContextSize(0, 1, 1)],
-                         ids=["l10-c25-r5", "l2-c5-r2", "l0-c1-r1"])
+@pytest.mark.parametrize(
+    "context",
+    [ContextSize(10, 25, 5), ContextSize(2, 5, 2), ContextSize(0, 1, 1)],
+    ids=["l10-c25-r5", "l2-c5-r2", "l0-c1-r1"],
+)
 def test_tokens_equal_nemo_buffered_decoding(transcriber_xnnpack, nemo_model, long_jfk, context):
     audio = long_jfk if context.chunk > 1 else long_jfk[: 20 * SAMPLE_RATE]  # NeMo's step per frame is slow
     ours, decoder = raw_tokens(transcriber_xnnpack, audio, context)
@@ -77,7 +81,7 @@ def test_final_partial_frame_is_decoded_only_on_request(transcriber_xnnpack, lon
     context = ContextSize(10, 25, 5)
     nemo_like, _ = raw_tokens(transcriber_xnnpack, long_jfk, context, decode_partial_frame=False)
     ours, _ = raw_tokens(transcriber_xnnpack, long_jfk, context, decode_partial_frame=True)
-    assert ours[:len(nemo_like)] == nemo_like  # the extra frame only adds at the end
+    assert ours[: len(nemo_like)] == nemo_like  # the extra frame only adds at the end
 
 
 @pytest.mark.parametrize("block", [1, 999, 16000, 10**7])
@@ -124,8 +128,9 @@ def test_file_reader_gives_the_loaded_waveform(jfk_path, clips_dir):
 
 
 def cli(*args, stdin=None):
-    return subprocess.run([sys.executable, "-m", "parakeet_executorch.runtime.cli", *args], input=stdin,
-                          capture_output=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "parakeet_executorch.runtime.cli", *args], input=stdin, capture_output=True, timeout=600
+    )
 
 
 @pytest.fixture(scope="module")
@@ -157,14 +162,17 @@ def test_cli_transcribes_past_the_bound_and_stdin_matches(exported_xnnpack, long
     assert "".join(c["text"] for c in chunks).strip() == result["text"]
 
 
-@pytest.mark.parametrize("stdin, flags, message", [
-    (b"", [], None),
-    (b"RIFF\x00\x00\x00\x00WAVEfmt ", [], "holds a WAV file, not raw PCM"),
-    (b"\x01\x02\x03", [], "ended inside a frame"),
-    (b"\x00" * 64, ["--chunk-seconds", "0.01"], "shorter than one encoder frame"),
-    (b"\x00" * 64, ["--right-context-seconds", "-1"], "non-negative"),
-    (b"\x00" * 64, ["--left-context-seconds", "70"], "longer than this model.pte's"),
-])
+@pytest.mark.parametrize(
+    "stdin, flags, message",
+    [
+        (b"", [], None),
+        (b"RIFF\x00\x00\x00\x00WAVEfmt ", [], "holds a WAV file, not raw PCM"),
+        (b"\x01\x02\x03", [], "ended inside a frame"),
+        (b"\x00" * 64, ["--chunk-seconds", "0.01"], "shorter than one encoder frame"),
+        (b"\x00" * 64, ["--right-context-seconds", "-1"], "non-negative"),
+        (b"\x00" * 64, ["--left-context-seconds", "70"], "longer than this model.pte's"),
+    ],
+)
 def test_cli_stream_edge_cases(exported_xnnpack, stdin, flags, message):
     proc = cli("--model", str(exported_xnnpack / "model.pte"), "--stream", "-", *flags, stdin=stdin)
     err = proc.stderr.decode()
@@ -177,10 +185,12 @@ def test_cli_stream_edge_cases(exported_xnnpack, stdin, flags, message):
 
 def test_cli_usage_errors(exported_xnnpack, long_wav):
     model = str(exported_xnnpack / "model.pte")
-    for args, message in ((["--stream", "x.raw"], "--stream takes '-'"),
-                          ([str(long_wav), "--stream", "-"], "exclusive"),
-                          ([], "no input"),
-                          (["--stream", "-", "--format", "srt"], "needs the whole transcript")):
+    for args, message in (
+        (["--stream", "x.raw"], "--stream takes '-'"),
+        ([str(long_wav), "--stream", "-"], "exclusive"),
+        ([], "no input"),
+        (["--stream", "-", "--format", "srt"], "needs the whole transcript"),
+    ):
         proc = cli("--model", model, *args)
         assert proc.returncode == 2 and message in proc.stderr.decode()
     one_pass = cli("--model", model, str(long_wav), "--chunk-seconds", "0")

@@ -8,8 +8,17 @@ import pytest
 import torch
 
 from parakeet_executorch import lowbit
-from parakeet_executorch.lowbit import (UIntxWeight, UIntxWeightOnlyConfig, check_linear_shape, choose_qparams,
-                                        dequantize, lowbit_filter_fn, lowbit_linear, pack_lowbit, unpack_lowbit)
+from parakeet_executorch.lowbit import (
+    UIntxWeight,
+    UIntxWeightOnlyConfig,
+    check_linear_shape,
+    choose_qparams,
+    dequantize,
+    lowbit_filter_fn,
+    lowbit_linear,
+    pack_lowbit,
+    unpack_lowbit,
+)
 
 BITS = list(range(1, 9))
 TOL = {torch.float32: 1e-4, torch.float16: 3e-3, torch.bfloat16: 2e-2}
@@ -45,6 +54,7 @@ def _check_close(y, ref, dtype):
 
 
 # ---------------------------------------------------------------- spec clauses -------------------
+
 
 def test_spec_quant():
     """Clause 1: q is unsigned n-bit per group of group_size along K."""
@@ -115,8 +125,9 @@ def test_spec_op(n):
     assert r.data_ptr() == out.data_ptr()
     _check_close(out, ref, torch.float32)
     # schema is torchao's
-    assert str(op.default._schema) == (f"torchao::_linear_fp_act_{n}bit_weight(Tensor A, Tensor B, int group_size, "
-                                       "Tensor S, Tensor Z) -> Tensor")
+    assert str(op.default._schema) == (
+        f"torchao::_linear_fp_act_{n}bit_weight(Tensor A, Tensor B, int group_size, Tensor S, Tensor Z) -> Tensor"
+    )
 
 
 def test_spec_shape_rules():
@@ -187,8 +198,10 @@ def _hqq_textbook(weight, bitwidth, group_size, dtype, iters=20, p=0.7, beta=10.
     return _finish(wg, (1.0 / inv_s).squeeze(-1), (-best_zero / inv_s).squeeze(-1), bitwidth, dtype)
 
 
-@pytest.mark.parametrize("bits,group,dtype", [(4, 32, torch.float32), (4, 32, torch.bfloat16),
-                                               (2, 64, torch.float16), (8, 256, torch.float32)])
+@pytest.mark.parametrize(
+    "bits,group,dtype",
+    [(4, 32, torch.float32), (4, 32, torch.bfloat16), (2, 64, torch.float16), (8, 256, torch.float32)],
+)
 def test_hqq_matches_the_textbook_solver_bit_for_bit(bits, group, dtype):
     """The buffered, blocked HQQ solver (no per-step allocations, rows in cache-sized blocks) gives exactly the
     plain formulation's q, S and Z."""
@@ -275,12 +288,18 @@ def test_meta_symbolic_m():
         A = mode.from_tensor(torch.randn(5, 64), symbolic_context=None)
         y = lowbit.linear_op(4)(A, torch.zeros(12, 32, dtype=torch.uint8), 32, torch.ones(12, 2), torch.ones(12, 2))
         assert tuple(y.shape) == (5, 12)
-    y = lowbit.linear_op(4)(torch.randn(9, 64, device="meta"), torch.zeros(12, 32, dtype=torch.uint8, device="meta"),
-                            32, torch.ones(12, 2, device="meta"), torch.ones(12, 2, device="meta"))
+    y = lowbit.linear_op(4)(
+        torch.randn(9, 64, device="meta"),
+        torch.zeros(12, 32, dtype=torch.uint8, device="meta"),
+        32,
+        torch.ones(12, 2, device="meta"),
+        torch.ones(12, 2, device="meta"),
+    )
     assert y.shape == (9, 12) and y.device.type == "meta"
 
 
 # ---------------------------------------------------------------- API: config, quantize_, export --
+
 
 class _Tiny(torch.nn.Module):
     def __init__(self):
@@ -383,7 +402,7 @@ def test_state_dict_roundtrip_safetensors(tmp_path):
     path = tmp_path / "m.safetensors"
     safetensors.save_file(tensors, str(path), metadata=meta)
     with safe_open(str(path), "pt") as f:
-        loaded = {k: f.get_tensor(k) for k in f.keys()}
+        loaded = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (a safe_open handle is not iterable)
         meta2 = f.metadata()
     fresh = _quantized(seed=2, bitwidth=3, group_size=32)
     fresh.load_state_dict(lowbit.unflatten_state_dict(loaded, meta2))
@@ -420,6 +439,7 @@ def test_unsupported_tensor_op_is_clear():
 
 # ---------------------------------------------------------------- devices ------------------------
 
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (CUDA kernel not run on CPU CI)")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("M", [1, 7, 625])
@@ -429,8 +449,10 @@ def test_cuda_op(M, dtype):
     _check_close(y.cpu(), A.double() @ dequantize(q, S, Z, 32).t(), dtype)
 
 
-@pytest.mark.skipif(not (hasattr(torch.backends, "mps") and torch.backends.mps.is_available()),
-                    reason="needs Apple MPS (not runnable on Linux CI)")
+@pytest.mark.skipif(
+    not (hasattr(torch.backends, "mps") and torch.backends.mps.is_available()),
+    reason="needs Apple MPS (not runnable on Linux CI)",
+)
 @pytest.mark.parametrize("n", [3, 4])
 @pytest.mark.parametrize("M", [1, 7])
 def test_mps_op(M, n):

@@ -52,8 +52,9 @@ def _export_pte(bitwidth, group_size, xnnpack, tmp_path):
         from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 
         partitioner = [XnnpackPartitioner()]
-    edge = to_edge_transform_and_lower(ep, partitioner=partitioner,
-                                       compile_config=EdgeCompileConfig(_check_ir_validity=False))
+    edge = to_edge_transform_and_lower(
+        ep, partitioner=partitioner, compile_config=EdgeCompileConfig(_check_ir_validity=False)
+    )
     et = edge.to_executorch()
     path = tmp_path / f"lowbit_{bitwidth}_{'xnnpack' if xnnpack else 'portable'}.pte"
     path.write_bytes(et.buffer)
@@ -108,7 +109,7 @@ def test_weight_is_subclass_until_export():
 
     m = _Model()
     quantize_(m, UIntxWeightOnlyConfig())
-    assert all(isinstance(l.weight, UIntxWeight) for l in (m.a, m.b, m.c))
+    assert all(isinstance(lin.weight, UIntxWeight) for lin in (m.a, m.b, m.c))
 
 
 def test_static_archive_for_cpp_runner():

@@ -11,10 +11,16 @@ import torch
 
 from conftest import export_tiny
 
-
-_SHORTCUT_CONTEXTS = ("decompose_in_one_retrace", "skip_inert_passes", "skip_unchanged_retraces",
-                      "skip_empty_decompositions", "fast_affine_metadata", "parallel_preprocess",
-                      "defer_partition_recompiles", "fast_merge_checks")
+_SHORTCUT_CONTEXTS = (
+    "decompose_in_one_retrace",
+    "skip_inert_passes",
+    "skip_unchanged_retraces",
+    "skip_empty_decompositions",
+    "fast_affine_metadata",
+    "parallel_preprocess",
+    "defer_partition_recompiles",
+    "fast_merge_checks",
+)
 
 
 def _forbid_shortcuts(monkeypatch):
@@ -37,8 +43,21 @@ def test_shortcuts_give_a_byte_identical_pte(recipe, tiny_nemo, export_root, tmp
     fast = export_tiny(tiny_nemo, export_root, "xnnpack", *extra)  # with the shortcuts, as parakeet-export runs
 
     _forbid_shortcuts(monkeypatch)
-    assert export_main(["--model", str(tiny_nemo), "--backend", "xnnpack", "--output-dir", str(tmp_path),
-                        "--no-lowering-shortcuts", *extra]) == 0
+    assert (
+        export_main(
+            [
+                "--model",
+                str(tiny_nemo),
+                "--backend",
+                "xnnpack",
+                "--output-dir",
+                str(tmp_path),
+                "--no-lowering-shortcuts",
+                *extra,
+            ]
+        )
+        == 0
+    )
     assert (fast / "model.pte").read_bytes() == (tmp_path / "model.pte").read_bytes()
 
 
@@ -74,24 +93,32 @@ def test_shortcuts_are_taken_and_undone(nemo_model, monkeypatch):
     """Lower the tiny encoder under faster_lowering: replays and decompositions are skipped, the encoder is
     retraced for decomposition once, and executorch's classes are restored afterwards."""
     from executorch.backends.xnnpack.xnnpack_preprocess import XNNPACKPassManager
-    from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+    from executorch.exir import EdgeCompileConfig, lowered_backend_module, to_edge_transform_and_lower
+    from executorch.exir.backend import backend_api
     from executorch.exir.pass_base import ExportPass
+    from executorch.exir.passes import SymToTensorPass
     from torch.export import ExportedProgram
 
     from parakeet_executorch.export.backends import partitioners
     from parakeet_executorch.export.load import read_metadata
-    from parakeet_executorch.export.xnnpack.shortcuts import (decompose_in_one_retrace,
-                                                              defer_partition_recompiles, faster_lowering,
-                                                              skip_empty_decompositions, skip_inert_passes,
-                                                              skip_unchanged_retraces)
-    from executorch.exir.backend import backend_api
-    from executorch.exir import lowered_backend_module
-    from executorch.exir.passes import SymToTensorPass
     from parakeet_executorch.export.program import export_methods
+    from parakeet_executorch.export.xnnpack.shortcuts import (
+        decompose_in_one_retrace,
+        defer_partition_recompiles,
+        faster_lowering,
+        skip_empty_decompositions,
+        skip_inert_passes,
+        skip_unchanged_retraces,
+    )
 
-    saved = (ExportPass.call, XNNPACKPassManager.transform, ExportedProgram.run_decompositions,
-             SymToTensorPass.call, backend_api._create_partitions_in_graph_module,
-             lowered_backend_module.legalize_graph)
+    saved = (
+        ExportPass.call,
+        XNNPACKPassManager.transform,
+        ExportedProgram.run_decompositions,
+        SymToTensorPass.call,
+        backend_api._create_partitions_in_graph_module,
+        lowered_backend_module.legalize_graph,
+    )
     encoder = export_methods(nemo_model, read_metadata(nemo_model, 0.1, 20.0), xnnpack_encoder=True)["encoder"]
     parts, programs = partitioners("xnnpack", {"encoder": encoder})
     cut = []  # each graph module right after its partitions were cut, with the source it would have then
@@ -99,18 +126,32 @@ def test_shortcuts_are_taken_and_undone(nemo_model, monkeypatch):
 
     def create_partitions(graph_module, *args, **kwargs):
         result = original_create(graph_module, *args, **kwargs)
-        cut.append((graph_module.code, graph_module.graph.python_code("self").src,
-                    [(m.code, m.graph.python_code("self").src) for m in graph_module.children()
-                     if isinstance(m, torch.fx.GraphModule)]))
+        cut.append(
+            (
+                graph_module.code,
+                graph_module.graph.python_code("self").src,
+                [
+                    (m.code, m.graph.python_code("self").src)
+                    for m in graph_module.children()
+                    if isinstance(m, torch.fx.GraphModule)
+                ],
+            )
+        )
         return result
 
     with monkeypatch.context() as patch, faster_lowering(programs, parts):
         patch.setattr(backend_api, "_create_partitions", create_partitions)
-        to_edge_transform_and_lower(programs, partitioner=parts,
-                                    compile_config=EdgeCompileConfig(_check_ir_validity=False))
-    assert (ExportPass.call, XNNPACKPassManager.transform, ExportedProgram.run_decompositions,
-            SymToTensorPass.call, backend_api._create_partitions_in_graph_module,
-            lowered_backend_module.legalize_graph) == saved
+        to_edge_transform_and_lower(
+            programs, partitioner=parts, compile_config=EdgeCompileConfig(_check_ir_validity=False)
+        )
+    assert (
+        ExportPass.call,
+        XNNPACKPassManager.transform,
+        ExportedProgram.run_decompositions,
+        SymToTensorPass.call,
+        backend_api._create_partitions_in_graph_module,
+        lowered_backend_module.legalize_graph,
+    ) == saved
     # Recompiles were held back while the partitions were cut, and none is missing afterwards: the generated
     # source of the graph and of every cut submodule matches its graph.
     assert defer_partition_recompiles.stats["deferred"] >= 2, defer_partition_recompiles.stats
@@ -182,9 +223,8 @@ def test_a_dead_preprocess_worker_fails_the_export(monkeypatch):
     if not sys.platform.startswith("linux"):
         pytest.skip("parallel preprocess is Linux-only; elsewhere partitions run one after the other")
     monkeypatch.setattr(shortcuts.parallel, "_preprocess_job", _die)
-    with shortcuts.parallel_preprocess(workers=2):
-        with pytest.raises(BrokenProcessPool):
-            XnnpackBackend.preprocess_multimethod({"encoder": [None, None]}, {"encoder": [[], []]})
+    with shortcuts.parallel_preprocess(workers=2), pytest.raises(BrokenProcessPool):
+        XnnpackBackend.preprocess_multimethod({"encoder": [None, None]}, {"encoder": [[], []]})
 
 
 # torchao's affine ops as the 8da4w / 8da8w / weight-only recipes put them in a graph: (op, args builder)
@@ -192,23 +232,31 @@ def _affine_calls(x, w):
     """``x``: activations [rows, 64] float32 (fake, maybe symbolic rows); ``w``: int8 weight [16, 64]."""
     q = torch.ops.torchao
     calls = []
-    for mapping, dtype, lo, hi, block, keep in (("ASYMMETRIC", torch.int8, -128, 127, [1, 64], False),
-                                                 ("SYMMETRIC", torch.int8, -8, 7, [1, 32], False),
-                                                 ("SYMMETRIC", torch.int8, -127, 127, [1, 64], True),
-                                                 ("ASYMMETRIC", torch.uint8, 0, 15, [1, 32], True)):
+    for mapping, dtype, lo, hi, block, keep in (
+        ("ASYMMETRIC", torch.int8, -128, 127, [1, 64], False),
+        ("SYMMETRIC", torch.int8, -8, 7, [1, 32], False),
+        ("SYMMETRIC", torch.int8, -127, 127, [1, 64], True),
+        ("ASYMMETRIC", torch.uint8, 0, 15, [1, 32], True),
+    ):
         for scale_dtype, zp_dtype in ((torch.float32, torch.int8), (torch.bfloat16, None), (None, None)):
-            calls.append((q.choose_qparams_affine.default,
-                          (x, mapping, block, dtype, lo, hi, 1e-7, scale_dtype, zp_dtype, keep)))
-    rows_scale, rows_zp = q.choose_qparams_affine.default(x, "ASYMMETRIC", [1, 64], torch.int8, -128, 127, 1e-7,
-                                                          torch.float32, torch.int8)
+            calls.append(
+                (q.choose_qparams_affine.default, (x, mapping, block, dtype, lo, hi, 1e-7, scale_dtype, zp_dtype, keep))
+            )
+    rows_scale, rows_zp = q.choose_qparams_affine.default(
+        x, "ASYMMETRIC", [1, 64], torch.int8, -128, 127, 1e-7, torch.float32, torch.int8
+    )
     calls.append((q.quantize_affine.default, (x, [1, 64], rows_scale, rows_zp, torch.int8, -128, 127)))
     calls.append((q.quantize_affine.default, (x, [1, 64], rows_scale, rows_zp, torch.uint4, 0, 15)))
     xq = q.quantize_affine.default(x, [1, 64], rows_scale, rows_zp, torch.int8, -128, 127)
     calls.append((q.dequantize_affine.default, (xq, [1, 64], rows_scale, rows_zp, torch.int8, -128, 127)))
     group_scale = torch.ones(16, 2, dtype=torch.bfloat16)
     for out in (torch.float32, torch.bfloat16):
-        calls.append((q.dequantize_affine.default,
-                      (w, [1, 32], group_scale, torch.zeros(16, 2, dtype=torch.int8), torch.int8, -8, 7, out)))
+        calls.append(
+            (
+                q.dequantize_affine.default,
+                (w, [1, 32], group_scale, torch.zeros(16, 2, dtype=torch.int8), torch.int8, -8, 7, out),
+            )
+        )
         calls.append((q.dequantize_affine.default, (w, [1, 32], group_scale, None, torch.int8, -8, 7, out)))
     return calls
 
@@ -230,8 +278,7 @@ def test_affine_metadata_matches_torchao(symbolic):
     from parakeet_executorch.export.xnnpack.shortcuts import fast_affine_metadata
 
     shape_env = ShapeEnv()
-    rows = shape_env.create_symintnode(shape_env.create_symbol(40, ConstantSource("rows")), hint=40) \
-        if symbolic else 40
+    rows = shape_env.create_symintnode(shape_env.create_symbol(40, ConstantSource("rows")), hint=40) if symbolic else 40
     with FakeTensorMode(shape_env=shape_env):
         x = torch.empty(rows, 64)
         w = torch.empty(16, 64, dtype=torch.int8)
@@ -272,8 +319,9 @@ def test_affine_ops_keep_their_arithmetic_outside_metadata_replays():
     assert not any("empty" in t for t in targets)
     with FakeTensorMode():
         fake_x = torch.empty(5, 64)
-        torch.ops.torchao.dequantize_affine.default(fake_x.to(torch.int8), [1, 64], torch.ones(5), None,
-                                                    torch.int8, -128, 127)
+        torch.ops.torchao.dequantize_affine.default(
+            fake_x.to(torch.int8), [1, 64], torch.ones(5), None, torch.int8, -128, 127
+        )
     assert stats["metadata"] == 0  # torchao's arithmetic again
 
 
@@ -305,8 +353,10 @@ class _Casts(torch.nn.Module):
 def _structure(graph_module):
     """Every node's op, target and arguments, with nodes as positions (replays rename nodes)."""
     position = {node: i for i, node in enumerate(graph_module.graph.nodes)}
-    return [(node.op, str(node.target), repr(torch.fx.node.map_arg((node.args, node.kwargs), position.get)))
-            for node in graph_module.graph.nodes]
+    return [
+        (node.op, str(node.target), repr(torch.fx.node.map_arg((node.args, node.kwargs), position.get)))
+        for node in graph_module.graph.nodes
+    ]
 
 
 def test_passes_are_skipped_only_when_they_have_nothing_to_rewrite():
@@ -323,8 +373,7 @@ def test_passes_are_skipped_only_when_they_have_nothing_to_rewrite():
 
     fired = set()
     for module in (_Transposes, _Views, _SizeAsTensor, _Constants, _Casts):
-        program = export(module(), (torch.randn(4, 5),), dynamic_shapes=({0: Dim("n", min=2, max=64)},),
-                         strict=False)
+        program = export(module(), (torch.randn(4, 5),), dynamic_shapes=({0: Dim("n", min=2, max=64)},), strict=False)
         aten = program.run_decompositions({}).graph_module
         edge = to_edge(program, compile_config=EdgeCompileConfig(_check_ir_validity=False))
         for graph_module in (aten, edge.exported_program().graph_module):
@@ -350,9 +399,9 @@ def test_merge_checks_agree_with_executorch_on_every_pair(tiny_nemo, monkeypatch
 
     from parakeet_executorch.export.backends import partitioners
     from parakeet_executorch.export.load import load_nemo_model, read_metadata
-    from parakeet_executorch.export.xnnpack.shortcuts import merge_checks
     from parakeet_executorch.export.program import export_methods
     from parakeet_executorch.export.recipes import quantize_model
+    from parakeet_executorch.export.xnnpack.shortcuts import merge_checks
 
     model = load_nemo_model(str(tiny_nemo))
     quantize_model(model, "fpa4w", "none", 32)
@@ -367,7 +416,6 @@ def test_merge_checks_agree_with_executorch_on_every_pair(tiny_nemo, monkeypatch
         return want
 
     monkeypatch.setattr(GroupBasedPartitioner, "_can_merge_partitions", both)
-    to_edge_transform_and_lower(programs, partitioner=parts,
-                                compile_config=EdgeCompileConfig(_check_ir_validity=False))
+    to_edge_transform_and_lower(programs, partitioner=parts, compile_config=EdgeCompileConfig(_check_ir_validity=False))
     assert {want for _, want in answers} == {True, False}
     assert all(got == want for got, want in answers)

@@ -11,8 +11,12 @@ def test_full_config_has_parakeet_tdt_v3_dimensions():
     # LSTM 2 x 640, joint 640, 8192 tokens (blank 8192), durations 0..4, max 10 symbols per frame.
     cfg = model_config("full", "/tmp/tok")
     enc = cfg["encoder"]
-    assert (enc["n_layers"], enc["d_model"], enc["n_heads"], enc["d_model"] * enc["ff_expansion_factor"]) == \
-        (24, 1024, 8, 4096)
+    assert (enc["n_layers"], enc["d_model"], enc["n_heads"], enc["d_model"] * enc["ff_expansion_factor"]) == (
+        24,
+        1024,
+        8,
+        4096,
+    )
     assert (enc["conv_kernel_size"], enc["conv_norm_type"], enc["self_attention_model"]) == (9, "batch_norm", "rel_pos")
     assert (enc["subsampling"], enc["subsampling_factor"], enc["subsampling_conv_channels"]) == ("dw_striding", 8, 256)
     assert enc["use_bias"] is False and enc["xscaling"] is False and enc["feat_in"] == 128

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import SAMPLE_RATE
 from nemo_reference import assert_same_transcript, nemo_transcribe, runner_result
+
+from conftest import SAMPLE_RATE
 
 
 def test_tiny_model_emits_tokens_across_the_clip(nemo_model, jfk_audio):
@@ -48,7 +49,7 @@ def _feature_clip(name: str, jfk_audio: np.ndarray) -> np.ndarray:
         return jfk_audio
     t = np.arange(3 * SAMPLE_RATE) / SAMPLE_RATE
     if name == "chirp":  # 100 Hz to 7.9 kHz in 3 s
-        return (0.5 * np.sin(2 * np.pi * (100 * t + 0.5 * (7900 - 100) / 3 * t ** 2))).astype(np.float32)
+        return (0.5 * np.sin(2 * np.pi * (100 * t + 0.5 * (7900 - 100) / 3 * t**2))).astype(np.float32)
     return np.full(len(t), 0.3, np.float32)  # "dc"
 
 

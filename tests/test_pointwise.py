@@ -48,8 +48,10 @@ def test_recipes_quantize_the_pointwise_convolutions(fresh_model, recipe):
     before = fresh_model.encoder.layers[0].conv.pointwise_conv2.weight.detach().clone()
     report = quantize_model(fresh_model, recipe, "none")["parts"]["encoder"]
     conv = fresh_model.encoder.layers[0].conv
-    assert type(conv.pointwise_conv2.weight) is not torch.nn.Parameter or \
-        type(conv.pointwise_conv2.weight.data) is not torch.Tensor, "pointwise_conv2 was not quantized"
+    assert (
+        type(conv.pointwise_conv2.weight) is not torch.nn.Parameter
+        or type(conv.pointwise_conv2.weight.data) is not torch.Tensor
+    ), "pointwise_conv2 was not quantized"
     assert conv.pointwise_conv2.weight.shape == before.shape[:2]
     assert report["quantized"] == report["linear_layers"]
     assert not any("pointwise" in line for line in report["not_covered"]), report["not_covered"]

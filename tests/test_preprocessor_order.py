@@ -16,17 +16,41 @@ from parakeet_executorch.export import preprocessor_rewrites as pr
 
 # Lengths around every boundary of the kernel: scalar rows (< 8), whole vectors, groups of 4 vectors (32 values),
 # first-level blocks (512), 16 and 256 blocks (8192, 131072 values: the second and third cascade levels).
-LENGTHS = (list(range(0, 70)) + [95, 96, 97, 127, 128, 129, 361, 362, 511, 512, 513, 1100, 1101, 3001, 6001,
-                                 8191, 8192, 8193, 20000, 131071, 131072, 131073, 140001])
+LENGTHS = list(range(0, 70)) + [
+    95,
+    96,
+    97,
+    127,
+    128,
+    129,
+    361,
+    362,
+    511,
+    512,
+    513,
+    1100,
+    1101,
+    3001,
+    6001,
+    8191,
+    8192,
+    8193,
+    20000,
+    131071,
+    131072,
+    131073,
+    140001,
+]
 
 
 def _rows(length: int, seed: int) -> torch.Tensor:
     """Four rows of ``length`` values: log-mel-like noise, a constant (digital silence's log-mel), mixed signs,
     and a constant with a different tail."""
     rs = np.random.RandomState(seed)
-    rows = np.stack([rs.randn(length) * 3 - 10, np.full(length, -16.635532), rs.randn(length) * 100,
-                     np.full(length, 0.37)]).astype(np.float32)
-    rows[3, length // 2:] = -4.25
+    rows = np.stack(
+        [rs.randn(length) * 3 - 10, np.full(length, -16.635532), rs.randn(length) * 100, np.full(length, 0.37)]
+    ).astype(np.float32)
+    rows[3, length // 2 :] = -4.25
     return torch.from_numpy(rows)[None]
 
 
@@ -70,8 +94,9 @@ def test_torch_sum_order_is_the_same_on_every_cpu_capability(tmp_path, capabilit
     env = dict(os.environ)
     if capability is not None:
         env["ATEN_CPU_CAPABILITY"] = capability
-    proc = subprocess.run([sys.executable, "-c", _CHILD, str(path)], env=env, capture_output=True, text=True,
-                          timeout=300, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(path)], env=env, capture_output=True, text=True, timeout=300, check=True
+    )
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     if capability is not None:
         assert result["capability"].lower() == capability
@@ -83,7 +108,7 @@ def test_torch_sum_order_is_the_same_on_every_cpu_capability(tmp_path, capabilit
 def _log_mel(frames: int, seed: int, constant_bands: int = 3) -> torch.Tensor:
     rs = np.random.RandomState(seed)
     x = (rs.randn(1, 16, frames) * 2 - 8).astype(np.float32)
-    x[0, :constant_bands] = np.float32(np.log(np.float32(2.0 ** -24)))  # bands of digital silence
+    x[0, :constant_bands] = np.float32(np.log(np.float32(2.0**-24)))  # bands of digital silence
     return torch.from_numpy(x)
 
 
@@ -101,7 +126,7 @@ def test_normalization_is_nemos_bit_for_bit(frames):
     padded = pr.normalize_per_feature(torch.cat([x, torch.zeros(1, 16, 5)], -1), seq_len, max_frames=frames + 100)
     for r, o, p in zip(ref, ours, padded):
         if frames > 2:
-            assert torch.equal(r, o) and torch.equal(r, p[..., :r.shape[-1]] if r.dim() == 3 else p)
+            assert torch.equal(r, o) and torch.equal(r, p[..., : r.shape[-1]] if r.dim() == 3 else p)
         else:  # one valid frame or none: NeMo's std is 0/0; compare with NaNs equal
             assert torch.allclose(r, o, equal_nan=True, rtol=0, atol=0)
     if frames > 2:
@@ -116,8 +141,9 @@ def test_patch_is_scoped_and_keeps_other_normalisations():
     x, seq_len = _log_mel(40, 0), torch.tensor([39])
     with pr.torch_order_normalization(max_frames=100):
         assert features.normalize_batch is not original
-        assert torch.equal(features.normalize_batch(x, seq_len, "per_feature")[0],
-                           pr.normalize_per_feature(x, seq_len)[0])
+        assert torch.equal(
+            features.normalize_batch(x, seq_len, "per_feature")[0], pr.normalize_per_feature(x, seq_len)[0]
+        )
         for kind in ("all_features", "none"):
             got, want = features.normalize_batch(x, seq_len, kind), original(x, seq_len, kind)
             assert all((a is None and b is None) or torch.equal(a, b) for a, b in zip(got, want))
@@ -127,7 +153,7 @@ def test_patch_is_scoped_and_keeps_other_normalisations():
 def test_square_as_product():
     class Squares(torch.nn.Module):
         def forward(self, x):
-            return x ** 2, x.pow(2.0), x ** 3
+            return x**2, x.pow(2.0), x**3
 
     ep = torch.export.export(Squares(), (torch.randn(10000),), strict=False)
     assert pr.square_as_product(ep) == 2

@@ -56,8 +56,12 @@ def test_compute_methods_are_required_methods():
 def test_method_wrappers_take_the_contract_inputs():
     """export/methods.py's forward() arguments are the inputs pte_format names (read from the source, no torch)."""
     tree = ast.parse((SRC / "export" / "methods.py").read_text())
-    wrappers = {"PreprocessorMethod": "preprocessor", "EncoderMethod": "encoder",
-                "DecoderStepMethod": "decoder_step", "JointMethod": "joint"}
+    wrappers = {
+        "PreprocessorMethod": "preprocessor",
+        "EncoderMethod": "encoder",
+        "DecoderStepMethod": "decoder_step",
+        "JointMethod": "joint",
+    }
     signatures = {m.name: m for m in pte_format.METHODS}
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name in wrappers:

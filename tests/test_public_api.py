@@ -8,12 +8,15 @@ import sys
 import numpy as np
 
 import parakeet_executorch as pe
+
 from conftest import SAMPLE_RATE, make_transcriber
 
 
 def test_import_is_light():
-    code = ("import sys, parakeet_executorch as pe; pe.load_model; pe.transcribe; "
-            "print(sorted(m for m in ('torch', 'executorch', 'nemo', 'numpy') if m in sys.modules))")
+    code = (
+        "import sys, parakeet_executorch as pe; pe.load_model; pe.transcribe; "
+        "print(sorted(m for m in ('torch', 'executorch', 'nemo', 'numpy') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

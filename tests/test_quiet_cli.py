@@ -11,8 +11,7 @@ CHATTER = ("[NeMo", "OneLogger", "Failed to load", "_pytree.py", "cpuinfo")
 
 def _run(tmp_path, module, *args):
     env = dict(os.environ, PARAKEET_CACHE_DIR=str(tmp_path / "cache"))
-    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, timeout=600,
-                          env=env)
+    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, timeout=600, env=env)
 
 
 def test_export_error_is_shown_and_library_chatter_is_not(tmp_path):
@@ -22,21 +21,22 @@ def test_export_error_is_shown_and_library_chatter_is_not(tmp_path):
     r = _run(tmp_path, "parakeet_executorch.export.cli", "--model", missing, "--output-dir", str(tmp_path / "o"))
     assert r.returncode == 2
     log = tmp_path / "cache" / "logs" / "parakeet-export.log"
-    assert r.stderr.splitlines() == [f"parakeet-export: error: model file not found: {missing}. Pass a .nemo file "
-                                     "or a Hugging Face id.",
-                                     f"parakeet-export: library messages are in {log} (-v shows them)"], r.stderr
+    assert r.stderr.splitlines() == [
+        f"parakeet-export: error: model file not found: {missing}. Pass a .nemo file or a Hugging Face id.",
+        f"parakeet-export: library messages are in {log} (-v shows them)",
+    ], r.stderr
     assert "[NeMo" not in r.stdout
     assert "Failed to load" in log.read_text()
-    verbose = _run(tmp_path, "parakeet_executorch.export.cli", "-v", "--model", missing,
-                   "--output-dir", str(tmp_path / "o"))
+    verbose = _run(
+        tmp_path, "parakeet_executorch.export.cli", "-v", "--model", missing, "--output-dir", str(tmp_path / "o")
+    )
     assert verbose.returncode == 2 and "Failed to load" in verbose.stderr
     assert "model file not found" in verbose.stderr
 
 
 def test_transcribe_keeps_the_runtime_log_out_of_stderr(tmp_path, exported_xnnpack, jfk_path):
     """XNNPACK's cpuinfo lines (ExecuTorch's runtime log while the program loads) go to the log file."""
-    r = _run(tmp_path, "parakeet_executorch.runtime.cli", "--model", str(exported_xnnpack / "model.pte"),
-             str(jfk_path))
+    r = _run(tmp_path, "parakeet_executorch.runtime.cli", "--model", str(exported_xnnpack / "model.pte"), str(jfk_path))
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip()
     assert not any(word in r.stderr for word in CHATTER), r.stderr

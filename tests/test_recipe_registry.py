@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from parakeet_executorch.export.recipe_registry import REGISTRY, RECIPES, get_recipe, recipes_on
+from parakeet_executorch.export.recipe_registry import RECIPES, REGISTRY, get_recipe, recipes_on
 
 
 def test_recipes_are_frozen_and_unique():
@@ -43,7 +43,9 @@ def test_every_default_group_size_is_accepted():
 
 
 def test_registry_imports_neither_torch_nor_torchao():
-    code = ("import sys; import parakeet_executorch.export.recipe_registry as r; r.get_recipe('8da4w')"
-            ".group_size_error('xnnpack', 48); print(sorted(m for m in ('torch', 'torchao') if m in sys.modules))")
+    code = (
+        "import sys; import parakeet_executorch.export.recipe_registry as r; r.get_recipe('8da4w')"
+        ".group_size_error('xnnpack', 48); print(sorted(m for m in ('torch', 'torchao') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -14,7 +14,7 @@ from parakeet_executorch.training.tdt_loss import tdt_loss
 DURATIONS = [0, 1, 2, 3, 4]
 
 
-def _case(seed: int, B=3, T=7, U=4, V=6, D=len(DURATIONS)):
+def _case(seed: int, B=3, T=7, U=4, V=6, D=len(DURATIONS)):  # noqa: B008 (a constant)
     g = torch.Generator().manual_seed(seed)
     logits = torch.randn(B, T, U + 1, V + 1 + D, generator=g, dtype=torch.float64) * 2
     targets = torch.randint(0, V, (B, U), generator=g)
@@ -41,7 +41,7 @@ def test_matches_enumeration_of_all_paths():
     """Sum over every (token, duration) path of a 4-frame, 2-token lattice, written out independently."""
     logits, targets, _, _, blank = _case(7, B=1, T=4, U=2, V=3)
     lp = torch.log_softmax(logits[0, ..., : blank + 1], -1)
-    dp = torch.log_softmax(logits[0, ..., blank + 1:], -1)
+    dp = torch.log_softmax(logits[0, ..., blank + 1 :], -1)
     y = targets[0].tolist()
     T, U = 4, 2
     total = []
@@ -92,9 +92,12 @@ def test_matches_nemo_numba_loss_on_cuda(seed):
 
     logits, targets, tl, ul, blank = _case(seed, B=4, T=20, U=6, V=10)
     logits = logits.float().cuda()
-    loss = RNNTLoss(num_classes=blank, reduction="mean_batch", loss_name="tdt",
-                    loss_kwargs={"durations": DURATIONS, "sigma": 0.02, "omega": 0.0, "fastemit_lambda": 0.0,
-                                 "clamp": -1.0})
+    loss = RNNTLoss(
+        num_classes=blank,
+        reduction="mean_batch",
+        loss_name="tdt",
+        loss_kwargs={"durations": DURATIONS, "sigma": 0.02, "omega": 0.0, "fastemit_lambda": 0.0, "clamp": -1.0},
+    )
     expected = loss(log_probs=logits, targets=targets.cuda(), input_lengths=tl.cuda(), target_lengths=ul.cuda())
     got = tdt_loss(logits, targets.cuda(), tl.cuda(), ul.cuda(), blank=blank, durations=DURATIONS, sigma=0.02)
     torch.testing.assert_close(got, expected.float(), rtol=1e-4, atol=1e-3)

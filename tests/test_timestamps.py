@@ -9,8 +9,14 @@ import pytest
 import torch
 
 from parakeet_executorch.decoding.tdt_greedy import DecodedToken
-from parakeet_executorch.decoding.timestamps import (punctuation_of_vocab, segment_spans, set_seconds,
-                                                     token_spans, transcript_text, word_spans)
+from parakeet_executorch.decoding.timestamps import (
+    punctuation_of_vocab,
+    segment_spans,
+    set_seconds,
+    token_spans,
+    transcript_text,
+    word_spans,
+)
 from parakeet_executorch.tokenizer import Tokenizer
 
 
@@ -61,9 +67,13 @@ def nemo(nemo_model, tokens):
     from nemo.collections.asr.parts.utils.timestamp_utils import process_timestamp_outputs
 
     decoding = nemo_model.decoding
-    hyp = Hypothesis(score=0.0, y_sequence=torch.tensor([t.id for t in tokens]), dec_state=None,
-                     timestamp=torch.tensor([t.frame for t in tokens]),
-                     token_duration=torch.tensor([t.duration for t in tokens]))
+    hyp = Hypothesis(
+        score=0.0,
+        y_sequence=torch.tensor([t.id for t in tokens]),
+        dec_state=None,
+        timestamp=torch.tensor([t.frame for t in tokens]),
+        token_duration=torch.tensor([t.duration for t in tokens]),
+    )
     ids = [t.id for t in tokens]
     text = decoding.decode_tokens_to_str_with_strip_punctuation(ids)
     hyp = decoding.compute_rnnt_timestamps(copy.deepcopy(hyp), "all")
@@ -73,8 +83,7 @@ def nemo(nemo_model, tokens):
         "text": text,
         "char": [(c["start_offset"], c["end_offset"], c["start"], c["end"]) for c in ts["char"]],
         "word": [(w["word"], w["start_offset"], w["end_offset"], w["start"], w["end"]) for w in ts["word"]],
-        "segment": [(s["segment"], s["start_offset"], s["end_offset"], s["start"], s["end"])
-                    for s in ts["segment"]],
+        "segment": [(s["segment"], s["start_offset"], s["end_offset"], s["start"], s["end"]) for s in ts["segment"]],
     }
 
 

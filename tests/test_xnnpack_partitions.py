@@ -39,16 +39,17 @@ def encoder_programs(nemo_model, tiny_meta):
 @pytest.fixture(scope="session")
 def lowered_encoder(encoder_programs):
     """The rewritten encoder lowered through backends.partitioners("xnnpack"), as an ExecuTorch program manager."""
+    import copy
+
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 
     from parakeet_executorch.export.backends import partitioners
 
-    import copy
-
     _, rewritten = encoder_programs
     parts, programs = partitioners("xnnpack", {"encoder": copy.deepcopy(rewritten)})  # lowering consumes it
-    return to_edge_transform_and_lower(programs, partitioner=parts,
-                                       compile_config=EdgeCompileConfig(_check_ir_validity=False))
+    return to_edge_transform_and_lower(
+        programs, partitioner=parts, compile_config=EdgeCompileConfig(_check_ir_validity=False)
+    )
 
 
 def _jfk_features(nemo_model, jfk_audio):
@@ -67,8 +68,15 @@ def test_encoder_lowers_into_few_delegates(lowered_encoder):
     assert summary["outside"]["aten.slice_copy.Tensor"] <= MAX_ENCODER_SLICES, summary
     assert summary["outside"].get("aten.expand_copy.default", 0) <= MAX_ENCODER_EXPANDS, summary
     # The ops XNNPACK used to be denied must all be inside delegates now.
-    for op in ("aten.native_layer_norm.default", "aten.where.self", "aten.scalar_tensor.default",
-               "aten.bmm.default", "aten.mm.default", "aten.convolution.default", "aten.linear.default"):
+    for op in (
+        "aten.native_layer_norm.default",
+        "aten.where.self",
+        "aten.scalar_tensor.default",
+        "aten.bmm.default",
+        "aten.mm.default",
+        "aten.convolution.default",
+        "aten.linear.default",
+    ):
         assert op not in summary["outside"], summary
 
 
@@ -194,8 +202,10 @@ def test_position_table_matches_linear_pos_eagerly(nemo_model, tiny_meta, jfk_au
             assert report["positional_table_mb"] > 0
             outs = [enc(f, length)[0] for f in (features, padded)]
             # A table made from this pe must not be used once pe is re-created for longer input.
-            encoder.pos_enc.create_pe(positions=torch.arange(3000, -3001, -1, dtype=torch.float32).unsqueeze(1),
-                                      dtype=encoder.pos_enc.pe.dtype)
+            encoder.pos_enc.create_pe(
+                positions=torch.arange(3000, -3001, -1, dtype=torch.float32).unsqueeze(1),
+                dtype=encoder.pos_enc.pe.dtype,
+            )
             layer_att = encoder.layers[0].self_attn
             calls = []
             handle = layer_att.linear_pos.register_forward_hook(lambda *a: calls.append(1))
@@ -208,8 +218,9 @@ def test_position_table_matches_linear_pos_eagerly(nemo_model, tiny_meta, jfk_au
     assert not any("_xnn_pos_table" in dict(m.named_buffers(recurse=False)) for m in encoder.modules())
 
 
-def test_position_table_lowers_without_more_delegates_and_matches_nemo(nemo_model, tiny_meta, jfk_audio,
-                                                                        with_position_tables):
+def test_position_table_lowers_without_more_delegates_and_matches_nemo(
+    nemo_model, tiny_meta, jfk_audio, with_position_tables
+):
     """The lowered encoder with tables: no linear_pos GEMM in the graph, no more delegates, and NeMo's numbers."""
     import copy
 
@@ -229,8 +240,9 @@ def test_position_table_lowers_without_more_delegates_and_matches_nemo(nemo_mode
     assert not {name for name in used if name.endswith("linear_pos.weight")}, "a linear_pos GEMM is still traced"
     assert any(name.endswith("q.weight") for name in used)  # the check above can see weights
     parts, programs = partitioners("xnnpack", {"encoder": copy.deepcopy(program)})
-    lowered = to_edge_transform_and_lower(programs, partitioner=parts,
-                                          compile_config=EdgeCompileConfig(_check_ir_validity=False))
+    lowered = to_edge_transform_and_lower(
+        programs, partitioner=parts, compile_config=EdgeCompileConfig(_check_ir_validity=False)
+    )
     summary = delegate_summary(lowered.exported_program("encoder").graph_module)
     print(summary)
     assert summary["delegates"] <= MAX_ENCODER_DELEGATES, summary

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Export a NeMo Parakeet TDT checkpoint to ExecuTorch (same CLI as ``parakeet-export``).
 
-    python export_parakeet_tdt.py --model nvidia/parakeet-tdt-0.6b-v3 --backend xnnpack --quantize 8da4w
+python export_parakeet_tdt.py --model nvidia/parakeet-tdt-0.6b-v3 --backend xnnpack --quantize 8da4w
 """
 
 import sys

@@ -17,8 +17,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["ExportOptions", "ExportReport", "LongFormOptions", "Transcriber", "Transcript", "export_pte",
-           "load_model", "transcribe"]
+__all__ = [
+    "ExportOptions",
+    "ExportReport",
+    "LongFormOptions",
+    "Transcriber",
+    "Transcript",
+    "export_pte",
+    "load_model",
+    "transcribe",
+]
 
 _LAZY = {
     "Transcriber": "runtime.transcribe",

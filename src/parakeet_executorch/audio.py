@@ -45,9 +45,11 @@ def check_header(path: str | Path, channels: int, sample_rate: int) -> None:
             such a rate would make an absurdly long or short waveform).
     """
     if channels < 1 or not MIN_FILE_RATE <= sample_rate <= MAX_FILE_RATE:
-        raise AudioError(f"cannot decode audio file {path}: it reports {channels} channels at {sample_rate} Hz "
-                         f"(expected {MIN_FILE_RATE} to {MAX_FILE_RATE} Hz; the header is probably damaged). "
-                         "Re-encode it, e.g. as 16 kHz WAV.")
+        raise AudioError(
+            f"cannot decode audio file {path}: it reports {channels} channels at {sample_rate} Hz "
+            f"(expected {MIN_FILE_RATE} to {MAX_FILE_RATE} Hz; the header is probably damaged). "
+            "Re-encode it, e.g. as 16 kHz WAV."
+        )
 
 
 def _first_non_finite(samples: np.ndarray) -> tuple[int, int, float]:
@@ -63,11 +65,12 @@ def _first_non_finite(samples: np.ndarray) -> tuple[int, int, float]:
     return count, first, float(row[~np.isfinite(row)][0])
 
 
-def _non_finite_report(count: int, first: int, value: float, name: str, offset_samples: int,
-                       sample_rate: int) -> str:
+def _non_finite_report(count: int, first: int, value: float, name: str, offset_samples: int, sample_rate: int) -> str:
     frame = offset_samples + first
-    return (f"{name}: sample {frame} at {frame / sample_rate:.3f} s is {value} ({count} non-finite "
-            f"sample{'s' if count != 1 else ''})")
+    return (
+        f"{name}: sample {frame} at {frame / sample_rate:.3f} s is {value} ({count} non-finite "
+        f"sample{'s' if count != 1 else ''})"
+    )
 
 
 def check_finite(samples: np.ndarray, name: str, offset_samples: int, sample_rate: int) -> None:
@@ -86,9 +89,11 @@ def check_finite(samples: np.ndarray, name: str, offset_samples: int, sample_rat
     """
     count, first, value = _first_non_finite(samples)
     if count:
-        raise AudioError(_non_finite_report(count, first, value, name, offset_samples, sample_rate)
-                         + "; audio must hold finite numbers. Repair the file, or pass --zero-non-finite to "
-                         "replace them with silence.")
+        raise AudioError(
+            _non_finite_report(count, first, value, name, offset_samples, sample_rate)
+            + "; audio must hold finite numbers. Repair the file, or pass --zero-non-finite to "
+            "replace them with silence."
+        )
 
 
 def zero_non_finite(samples: np.ndarray, name: str, offset_samples: int, sample_rate: int) -> int:
@@ -101,8 +106,12 @@ def zero_non_finite(samples: np.ndarray, name: str, offset_samples: int, sample_
     count, first, value = _first_non_finite(samples)
     if count:
         samples[~np.isfinite(samples)] = 0.0
-        warnings.warn(AudioWarning(_non_finite_report(count, first, value, name, offset_samples, sample_rate)
-                                   + "; replaced by silence"), stacklevel=2)
+        warnings.warn(
+            AudioWarning(
+                _non_finite_report(count, first, value, name, offset_samples, sample_rate) + "; replaced by silence"
+            ),
+            stacklevel=2,
+        )
     return count
 
 
@@ -119,10 +128,14 @@ def warn_if_truncated(name: str, sndfile_log: str, frames: int, sample_rate: int
     for match in _TRUNCATED_CHUNK.finditer(sndfile_log):
         promised, present = int(match.group(2)), int(match.group(3))
         if promised > present and promised != _UNKNOWN_LENGTH:
-            warnings.warn(AudioWarning(
-                f"{name} is truncated: its header promises {promised} bytes of audio but the file holds {present}; "
-                f"transcribing the {frames / sample_rate:.2f} s that are there. Re-copy or re-encode the file "
-                "if the rest matters."), stacklevel=2)
+            warnings.warn(
+                AudioWarning(
+                    f"{name} is truncated: its header promises {promised} bytes of audio but the file holds {present}; "
+                    f"transcribing the {frames / sample_rate:.2f} s that are there. Re-copy or re-encode the file "
+                    "if the rest matters."
+                ),
+                stacklevel=2,
+            )
             return True
     return False
 

@@ -10,14 +10,14 @@ and resampling. The C++ runner reads the same blocks and feeds libsoxr the same 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 import numpy as np
 
-from .audio import (AudioError, cannot_decode, check_finite, check_header, to_mono, warn_if_truncated,
-                    zero_non_finite)
+from .audio import AudioError, cannot_decode, check_finite, check_header, to_mono, warn_if_truncated, zero_non_finite
 
 BLOCK_FRAMES = 65536  # frames of the source file per block: ~4 s at 16 kHz, a few MB at most in memory
 
@@ -68,8 +68,9 @@ class StreamResampler:
         return self._stream.resample_chunk(np.ascontiguousarray(mono, dtype=np.float32), last=last)
 
 
-def read_blocks(path: str | Path, sample_rate: int, block_frames: int = BLOCK_FRAMES, *,
-                non_finite: str = "error") -> Iterator[np.ndarray]:
+def read_blocks(
+    path: str | Path, sample_rate: int, block_frames: int = BLOCK_FRAMES, *, non_finite: str = "error"
+) -> Iterator[np.ndarray]:
     """Yield a file's audio as float32 mono blocks at ``sample_rate``, reading ``block_frames`` frames at a time.
 
     Args:
@@ -111,8 +112,9 @@ def read_blocks(path: str | Path, sample_rate: int, block_frames: int = BLOCK_FR
     warn_if_truncated(str(path), log, offset, info.sample_rate)
 
 
-def read_pcm_blocks(stream: BinaryIO, stream_rate: int, channels: int, sample_rate: int,
-                    block_frames: int = 1600) -> Iterator[np.ndarray]:
+def read_pcm_blocks(
+    stream: BinaryIO, stream_rate: int, channels: int, sample_rate: int, block_frames: int = 1600
+) -> Iterator[np.ndarray]:
     """Yield raw signed 16-bit little-endian interleaved PCM from ``stream`` as float32 mono at ``sample_rate``.
 
     Blocks of ``block_frames`` frames (0.1 s at 16 kHz by default) are yielded as soon as they are read, so live
@@ -144,8 +146,10 @@ def read_pcm_blocks(stream: BinaryIO, stream_rate: int, channels: int, sample_ra
                 yield out
         if last:
             if pending:
-                raise AudioError(f"the PCM stream ended inside a frame ({len(pending)} stray byte(s)); it must be "
-                                 f"16-bit little-endian with {channels} channel(s): check --stream-channels")
+                raise AudioError(
+                    f"the PCM stream ended inside a frame ({len(pending)} stray byte(s)); it must be "
+                    f"16-bit little-endian with {channels} channel(s): check --stream-channels"
+                )
             return
 
 
@@ -155,8 +159,10 @@ _CONTAINER_MAGIC = {b"RIFF": "WAV", b"RF64": "WAV", b"fLaC": "FLAC", b"OggS": "O
 def _refuse_container(head: bytes) -> None:
     for magic, name in _CONTAINER_MAGIC.items():
         if head.startswith(magic):
-            raise AudioError(f"standard input holds a {name} file, not raw PCM: pass the file as an argument, or "
-                             "send raw 16-bit PCM (arecord -t raw -f S16_LE, sox ... -t raw -e signed -b 16 -)")
+            raise AudioError(
+                f"standard input holds a {name} file, not raw PCM: pass the file as an argument, or "
+                "send raw 16-bit PCM (arecord -t raw -f S16_LE, sox ... -t raw -e signed -b 16 -)"
+            )
 
 
 def _read_some(stream: BinaryIO, size: int) -> bytes:

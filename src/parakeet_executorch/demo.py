@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
-
 from importlib.resources import files
+from pathlib import Path
 
 from .library_log import VERBOSE_HELP, quiet_cli
 
@@ -25,14 +24,18 @@ DEMO_TEXT = DEMO_DIR / "sample.txt"
 @quiet_cli("parakeet-demo")
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="parakeet-demo", description=__doc__.splitlines()[0])
-    p.add_argument("--model", default=str(DEMO_MODEL),
-                   help=".nemo or Hugging Face id (default: the bundled demo model)")
+    p.add_argument(
+        "--model", default=str(DEMO_MODEL), help=".nemo or Hugging Face id (default: the bundled demo model)"
+    )
     p.add_argument("--audio", default=str(DEMO_AUDIO), help="clip to transcribe (default: the bundled sample)")
     p.add_argument("--backend", default="xnnpack", choices=("portable", "xnnpack"))
     p.add_argument("--out", default="artifacts/demo", help="working folder for the .nemo and the export")
     p.add_argument("--check", action="store_true", help="also run NeMo's transcribe() and compare tokens")
-    p.add_argument("--no-cache", action="store_true",
-                   help="export again instead of reusing the export cached in the user cache directory")
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="export again instead of reusing the export cached in the user cache directory",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     args = p.parse_args(argv)
 

@@ -17,7 +17,8 @@ handlers that loggers bring of their own pointed at the file instead of the term
 returns. torch and NeMo create those handlers when they are first imported, which happens inside ``main``; so while
 the log is open, a ``logging.StreamHandler`` made for the terminal is made for the file instead (and put back on
 the terminal when the log closes). Only logging and warnings are redirected, selected by where they are emitted,
-never our own ``print``s: progress, results and ``error:`` lines still show. When ``main`` fails, one line names the log file.
+never our own ``print``s: progress, results and ``error:`` lines still show. When ``main`` fails, one line names the log
+file.
 """
 
 from __future__ import annotations
@@ -26,14 +27,17 @@ import functools
 import logging
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import TextIO
 
 VERBOSE_FLAGS = ("-v", "--verbose")
-VERBOSE_HELP = "show the libraries' own log lines and warnings (NeMo, torch, torchao, ExecuTorch) instead of " \
-               "writing them to a log file in the user cache directory"
+VERBOSE_HELP = (
+    "show the libraries' own log lines and warnings (NeMo, torch, torchao, ExecuTorch) instead of "
+    "writing them to a log file in the user cache directory"
+)
 
-_active: "_LibraryLog | None" = None  # the one log open in this process (nested CLIs share the outer one)
+_active: _LibraryLog | None = None  # the one log open in this process (nested CLIs share the outer one)
 
 
 class _LibraryLog:
@@ -42,7 +46,7 @@ class _LibraryLog:
         self.stream = stream
         self.handler = logging.StreamHandler(stream)
         self.handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        self.redirected: list[tuple[logging.StreamHandler, TextIO]] = []
+        self.redirected: list[tuple[logging.StreamHandler, TextIO | None]] = []
         self.root_level = logging.getLogger().level
 
     def open(self) -> None:
@@ -54,7 +58,7 @@ class _LibraryLog:
             if handler is not log.handler and log._is_terminal(handler.stream):
                 log.redirected.append((handler, handler.setStream(log.stream)))
 
-        logging.StreamHandler.__init__ = init
+        logging.StreamHandler.__init__ = init  # type: ignore[method-assign]  # undone in close()
         root = logging.getLogger()
         root.addHandler(self.handler)
         if root.level > logging.INFO or root.level == logging.NOTSET:
@@ -68,16 +72,25 @@ class _LibraryLog:
 
     def adopt_stream_handlers(self) -> None:
         """Point every existing logger's own handler that writes to the terminal (torch's, NeMo's) at the file."""
-        loggers = [logging.getLogger(), *(logger for logger in list(logging.Logger.manager.loggerDict.values())
-                                          if isinstance(logger, logging.Logger))]  # not PlaceHolders
+        loggers = [
+            logging.getLogger(),
+            *(
+                logger
+                for logger in list(logging.Logger.manager.loggerDict.values())
+                if isinstance(logger, logging.Logger)
+            ),
+        ]  # not PlaceHolders
         for logger in loggers:
             for handler in logger.handlers:
-                if (type(handler) is logging.StreamHandler and self._is_terminal(handler.stream)
-                        and handler is not self.handler):
+                if (
+                    type(handler) is logging.StreamHandler
+                    and self._is_terminal(handler.stream)
+                    and handler is not self.handler
+                ):
                     self.redirected.append((handler, handler.setStream(self.stream)))
 
     def close(self) -> None:
-        logging.StreamHandler.__init__ = self.original_init
+        logging.StreamHandler.__init__ = self.original_init  # type: ignore[method-assign]  # undoes our patch
         for handler, stream in reversed(self.redirected):
             if handler.stream is self.stream:
                 handler.setStream(stream)

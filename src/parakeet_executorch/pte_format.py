@@ -54,20 +54,30 @@ class MethodSignature:
 _F32, _I64 = "float32", "int64"
 
 METHODS: tuple[MethodSignature, ...] = (
-    MethodSignature("preprocessor",
-                    (TensorSpec("audio", _F32, "[S]"), TensorSpec("length", _I64, "[1]")),
-                    (TensorSpec("features", _F32, "[1, F, T_mel]"), TensorSpec("feature_length", _I64, "[1]"))),
-    MethodSignature("encoder",
-                    (TensorSpec("features", _F32, "[1, F, T_mel]"), TensorSpec("feature_length", _I64, "[1]")),
-                    (TensorSpec("encoded", _F32, "[1, T_enc, J]"), TensorSpec("encoded_length", _I64, "[1]"))),
-    MethodSignature("decoder_step",
-                    (TensorSpec("token", _I64, "[1, 1]"), TensorSpec("h", _F32, "[L, 1, H]"),
-                     TensorSpec("c", _F32, "[L, 1, H]")),
-                    (TensorSpec("prediction", _F32, "[1, 1, J]"), TensorSpec("h", _F32, "[L, 1, H]"),
-                     TensorSpec("c", _F32, "[L, 1, H]"))),
-    MethodSignature("joint",
-                    (TensorSpec("encoded_frame", _F32, "[1, 1, J]"), TensorSpec("prediction", _F32, "[1, 1, J]")),
-                    (TensorSpec("token", _I64, "[1]"), TensorSpec("duration_index", _I64, "[1]"))),
+    MethodSignature(
+        "preprocessor",
+        (TensorSpec("audio", _F32, "[S]"), TensorSpec("length", _I64, "[1]")),
+        (TensorSpec("features", _F32, "[1, F, T_mel]"), TensorSpec("feature_length", _I64, "[1]")),
+    ),
+    MethodSignature(
+        "encoder",
+        (TensorSpec("features", _F32, "[1, F, T_mel]"), TensorSpec("feature_length", _I64, "[1]")),
+        (TensorSpec("encoded", _F32, "[1, T_enc, J]"), TensorSpec("encoded_length", _I64, "[1]")),
+    ),
+    MethodSignature(
+        "decoder_step",
+        (TensorSpec("token", _I64, "[1, 1]"), TensorSpec("h", _F32, "[L, 1, H]"), TensorSpec("c", _F32, "[L, 1, H]")),
+        (
+            TensorSpec("prediction", _F32, "[1, 1, J]"),
+            TensorSpec("h", _F32, "[L, 1, H]"),
+            TensorSpec("c", _F32, "[L, 1, H]"),
+        ),
+    ),
+    MethodSignature(
+        "joint",
+        (TensorSpec("encoded_frame", _F32, "[1, 1, J]"), TensorSpec("prediction", _F32, "[1, 1, J]")),
+        (TensorSpec("token", _I64, "[1]"), TensorSpec("duration_index", _I64, "[1]")),
+    ),
 )
 # The compute methods every .pte has, in the order above.
 REQUIRED_METHODS: tuple[str, ...] = tuple(m.name for m in METHODS)
@@ -111,8 +121,9 @@ class ModelMetadata:
 
 # The metadata's constant methods, in field order, and those a .pte may lack (added by later exports).
 METADATA_METHODS: tuple[str, ...] = tuple(ModelMetadata.__dataclass_fields__)
-OPTIONAL_METADATA: tuple[str, ...] = tuple(name for name, f in ModelMetadata.__dataclass_fields__.items()
-                                           if f.metadata.get("optional"))
+OPTIONAL_METADATA: tuple[str, ...] = tuple(
+    name for name, f in ModelMetadata.__dataclass_fields__.items() if f.metadata.get("optional")
+)
 
 
 def tokenizer_fingerprint(serialized_model_proto: bytes) -> str:

@@ -66,16 +66,21 @@ class Tokenizer:
             model_name: the .pte's path, for the messages.
         """
         if not expected:
-            warnings.warn(TokenizerWarning(
-                f"{model_name} carries no tokenizer fingerprint (exported by an older parakeet-export), so "
-                f"{self.path} is checked by size only; re-export the model to have it checked fully"), stacklevel=2)
+            warnings.warn(
+                TokenizerWarning(
+                    f"{model_name} carries no tokenizer fingerprint (exported by an older parakeet-export), so "
+                    f"{self.path} is checked by size only; re-export the model to have it checked fully"
+                ),
+                stacklevel=2,
+            )
             return
         if self.fingerprint != expected:
             raise TokenizerError(
                 f"tokenizer {self.path} is not the one {model_name} was exported with (SentencePiece model SHA-256 "
                 f"{self.fingerprint[:12]}..., expected {expected[:12]}...): its ids would decode to the wrong text. "
                 "Use the tokenizer.model exported next to this .pte, or pass --ignore-tokenizer-fingerprint if "
-                "you know they match")
+                "you know they match"
+            )
 
     def piece(self, token_id: int) -> str:
         """The SentencePiece piece of one id, with its word-boundary marker '▁' kept."""

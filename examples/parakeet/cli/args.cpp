@@ -78,9 +78,10 @@ int parse_positive_int(const std::string& flag, const std::string& value) {
 
 void apply_longform_flags(Options& o, const std::map<std::string, std::string>& values,
                           const std::set<std::string>& given) {
-  const std::pair<const char*, std::optional<double>*> sizes[] = {{"--chunk_seconds", &o.chunk_seconds},
-                                                                  {"--left_context_seconds", &o.left_context_seconds},
-                                                                  {"--right_context_seconds", &o.right_context_seconds}};
+  const std::pair<const char*, std::optional<double>*> sizes[] = {
+      {"--chunk_seconds", &o.chunk_seconds},
+      {"--left_context_seconds", &o.left_context_seconds},
+      {"--right_context_seconds", &o.right_context_seconds}};
   for (const auto& [flag, target] : sizes) {
     if (given.count(flag)) *target = parse_seconds(flag, values.at(flag));
   }
@@ -111,9 +112,10 @@ void check_stream_flags(const Options& o, bool stream) {
 
 Options parse_args(const std::vector<std::string>& args) {
   Options o;
-  std::map<std::string, std::string*> valued = {
-      {"--model_path", &o.model_path}, {"--tokenizer_path", &o.tokenizer_path},
-      {"--timestamps", &o.timestamps}, {"--format", &o.format}};
+  std::map<std::string, std::string*> valued = {{"--model_path", &o.model_path},
+                                                {"--tokenizer_path", &o.tokenizer_path},
+                                                {"--timestamps", &o.timestamps},
+                                                {"--format", &o.format}};
   std::string audio_path;
   valued["--audio_path"] = &audio_path;
   const std::map<std::string, bool*> switches = {{"--verbose", &o.verbose},
@@ -123,8 +125,8 @@ Options parse_args(const std::vector<std::string>& args) {
   valued["--data_path"] = &data_path;
   bool has_data_path = false;
   std::map<std::string, std::string> longform;  // the long/live flags' values, converted after the loop
-  for (const char* flag : {"--chunk_seconds", "--left_context_seconds", "--right_context_seconds", "--stream_rate",
-                           "--stream_channels"}) {
+  for (const char* flag :
+       {"--chunk_seconds", "--left_context_seconds", "--right_context_seconds", "--stream_rate", "--stream_channels"}) {
     valued[flag] = &longform[flag];
   }
   valued["--stream"] = &o.stream;

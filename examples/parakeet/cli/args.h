@@ -10,7 +10,7 @@ namespace parakeet::cli {
 
 struct Options {
   std::string model_path;
-  std::string tokenizer_path;  // default: tokenizer.model next to the model
+  std::string tokenizer_path;            // default: tokenizer.model next to the model
   std::vector<std::string> audio_paths;  // --audio_path, repeated for several files, transcribed in this order
   std::optional<std::string> data_path;
   std::string timestamps;  // default: none for text, all for json (as parakeet-transcribe)

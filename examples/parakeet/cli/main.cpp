@@ -23,7 +23,8 @@
 namespace {
 
 std::string one_line(std::string line) {
-  for (char& c : line) if (c == '\n' || c == '\r') c = ' ';
+  for (char& c : line)
+    if (c == '\n' || c == '\r') c = ' ';
   return line;
 }
 
@@ -85,13 +86,13 @@ int run(const parakeet::cli::Options& opt) {
   std::fprintf(stderr, "load: %.3f s\n", std::chrono::duration<double>(clock::now() - t0).count());
 
   if (!opt.stream.empty()) {
-    return parakeet::run_live(transcriber, {parakeet::resolve_context(opt.left_context_seconds, opt.chunk_seconds,
-                                                                      opt.right_context_seconds, /*live=*/true),
-                                            opt.format, opt.timestamps, opt.partial, opt.stream_rate,
-                                            opt.stream_channels});
+    return parakeet::run_live(
+        transcriber, {parakeet::resolve_context(opt.left_context_seconds, opt.chunk_seconds, opt.right_context_seconds,
+                                                /*live=*/true),
+                      opt.format, opt.timestamps, opt.partial, opt.stream_rate, opt.stream_channels});
   }
-  const auto options = parakeet::resolve_context(opt.left_context_seconds, opt.chunk_seconds,
-                                                 opt.right_context_seconds, /*live=*/false);
+  const auto options =
+      parakeet::resolve_context(opt.left_context_seconds, opt.chunk_seconds, opt.right_context_seconds, /*live=*/false);
   if (options.chunk_seconds != 0) parakeet::context_frames(transcriber, options);  // bad sizes fail before any file
   parakeet::LoadOptions load_options;
   load_options.non_finite = opt.zero_non_finite ? parakeet::NonFinite::kZero : parakeet::NonFinite::kRefuse;

@@ -82,8 +82,8 @@ void check_finite(const float* interleaved, size_t frames, int channels, const s
   }
 }
 
-size_t zero_non_finite(float* interleaved, size_t frames, int channels, const std::string& name,
-                       int64_t offset_samples, int64_t sample_rate, const WarningSink& warn) {
+size_t zero_non_finite(float* interleaved, size_t frames, int channels, const std::string& name, int64_t offset_samples,
+                       int64_t sample_rate, const WarningSink& warn) {
   const auto s = scan_non_finite(interleaved, frames, channels);
   if (!s.count) return 0;
   for (size_t i = 0; i < frames * static_cast<size_t>(channels); ++i) {
@@ -93,8 +93,8 @@ size_t zero_non_finite(float* interleaved, size_t frames, int channels, const st
   return s.count;
 }
 
-bool warn_if_truncated(const std::string& name, const std::string& sndfile_log, int64_t frames,
-                       int64_t sample_rate, const WarningSink& warn) {
+bool warn_if_truncated(const std::string& name, const std::string& sndfile_log, int64_t frames, int64_t sample_rate,
+                       const WarningSink& warn) {
   // libsndfile logs "data : 352000 (should be 175961)" (WAV, W64, RF64) or "SSND : ..." (AIFF) when the header
   // promises more than the file holds, then reads what is there without an error. Same pattern as audio.py.
   static const std::regex truncated(R"(^\s*(data|SSND)\s*:\s*(\d+)\s*\(should be (\d+)\))");
@@ -175,7 +175,8 @@ SndFile open_sndfile(const std::string& path, SF_INFO& info, std::string& log) {
   if (!file) throw AudioError(decode_error(path, sf_strerror(nullptr)));
   if (info.channels < 1 || info.samplerate < kMinFileRate || info.samplerate > kMaxFileRate) {
     throw AudioError("cannot decode audio file " + path + ": it reports " + std::to_string(info.channels) +
-                     " channels at " + std::to_string(info.samplerate) + " Hz (expected 1000 to 1000000 Hz; the "
+                     " channels at " + std::to_string(info.samplerate) +
+                     " Hz (expected 1000 to 1000000 Hz; the "
                      "header is probably damaged). Re-encode it, e.g. as 16 kHz WAV.");
   }
   char buf[16384] = {0};
@@ -184,8 +185,8 @@ SndFile open_sndfile(const std::string& path, SF_INFO& info, std::string& log) {
   return file;
 }
 
-void finite_or_zeroed(float* interleaved, size_t frames, int channels, const std::string& name,
-                      int64_t offset_samples, int64_t sample_rate, const LoadOptions& options) {
+void finite_or_zeroed(float* interleaved, size_t frames, int channels, const std::string& name, int64_t offset_samples,
+                      int64_t sample_rate, const LoadOptions& options) {
   if (options.non_finite == NonFinite::kZero) {
     zero_non_finite(interleaved, frames, channels, name, offset_samples, sample_rate, options.warn);
   } else {

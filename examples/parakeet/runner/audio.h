@@ -35,13 +35,13 @@ std::vector<float> resample(const std::vector<float>& samples, int64_t from_rate
 void check_finite(const float* interleaved, size_t frames, int channels, const std::string& name,
                   int64_t offset_samples, int64_t sample_rate);
 // Replaces NaN and +-Inf by 0 in place; warns once (same report as check_finite). Returns the frames affected.
-size_t zero_non_finite(float* interleaved, size_t frames, int channels, const std::string& name,
-                       int64_t offset_samples, int64_t sample_rate, const WarningSink& warn);
+size_t zero_non_finite(float* interleaved, size_t frames, int channels, const std::string& name, int64_t offset_samples,
+                       int64_t sample_rate, const WarningSink& warn);
 
 // Warns when libsndfile's header-parse log (SFC_GET_LOG_INFO) says the header promised more audio bytes than the
 // file holds; `frames` read at `sample_rate` Hz go into the message. Returns true when it warned.
-bool warn_if_truncated(const std::string& name, const std::string& sndfile_log, int64_t frames,
-                       int64_t sample_rate, const WarningSink& warn);
+bool warn_if_truncated(const std::string& name, const std::string& sndfile_log, int64_t frames, int64_t sample_rate,
+                       const WarningSink& warn);
 
 using SndFile = std::unique_ptr<SNDFILE, decltype(&sf_close)>;
 
@@ -50,8 +50,8 @@ using SndFile = std::unique_ptr<SNDFILE, decltype(&sf_close)>;
 SndFile open_sndfile(const std::string& path, SF_INFO& info, std::string& log);
 
 // check_finite, or zero_non_finite when options.non_finite is kZero.
-void finite_or_zeroed(float* interleaved, size_t frames, int channels, const std::string& name,
-                      int64_t offset_samples, int64_t sample_rate, const LoadOptions& options);
+void finite_or_zeroed(float* interleaved, size_t frames, int channels, const std::string& name, int64_t offset_samples,
+                      int64_t sample_rate, const LoadOptions& options);
 
 // A file libsndfile can decode, as float32 mono in [-1, 1] at `sample_rate`. Throws AudioError (missing or
 // undecodable file, non-finite samples unless options.non_finite is kZero); warns through options.warn.

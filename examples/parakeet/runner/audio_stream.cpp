@@ -20,8 +20,8 @@ volatile std::sig_atomic_t g_interrupted = 0;
 
 // The containers a user is likely to pipe in by mistake, by their first bytes (audio_stream.py's table).
 void refuse_container(const std::vector<uint8_t>& head) {
-  static const std::pair<const char*, const char*> kMagic[] = {
-      {"RIFF", "WAV"}, {"RF64", "WAV"}, {"fLaC", "FLAC"}, {"OggS", "OGG"}, {"ID3", "MP3"}, {"FORM", "AIFF"}};
+  static const std::pair<const char*, const char*> kMagic[] = {{"RIFF", "WAV"}, {"RF64", "WAV"}, {"fLaC", "FLAC"},
+                                                               {"OggS", "OGG"}, {"ID3", "MP3"},  {"FORM", "AIFF"}};
   for (const auto& [magic, name] : kMagic) {
     const size_t n = std::strlen(magic);
     if (head.size() >= n && std::memcmp(head.data(), magic, n) == 0) {
@@ -131,11 +131,8 @@ bool FileBlockReader::next(std::vector<float>& block) {
 
 // ---- PcmBlockReader ----------------------------------------------------------------------------------------------
 
-PcmBlockReader::PcmBlockReader(int fd, int64_t stream_rate, int channels, int64_t sample_rate,
-                               int64_t block_frames)
-    : fd_(fd),
-      channels_(channels),
-      block_frames_(block_frames) {
+PcmBlockReader::PcmBlockReader(int fd, int64_t stream_rate, int channels, int64_t sample_rate, int64_t block_frames)
+    : fd_(fd), channels_(channels), block_frames_(block_frames) {
   if (stream_rate <= 0 || channels <= 0) {
     throw AudioError("--stream_rate and --stream_channels must be positive, got " + std::to_string(stream_rate) +
                      " Hz, " + std::to_string(channels));

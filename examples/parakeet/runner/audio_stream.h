@@ -16,7 +16,7 @@ struct soxr;
 
 namespace parakeet {
 
-constexpr int64_t kBlockFrames = 65536;  // source frames per file block: ~4 s at 16 kHz
+constexpr int64_t kBlockFrames = 65536;    // source frames per file block: ~4 s at 16 kHz
 constexpr int64_t kPcmBlockFrames = 1600;  // frames per stdin read: 0.1 s at 16 kHz, so live audio moves on quickly
 
 // What a file's header says: frames per channel, sample rate (Hz), channels.

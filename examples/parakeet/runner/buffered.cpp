@@ -61,8 +61,7 @@ ContextSize ContextSize::from_seconds(double left, double chunk, double right, d
   return out;
 }
 
-BufferedDecoder::BufferedDecoder(Transcriber& transcriber, ContextSize context, bool decode_partial_frame,
-                                 bool partial)
+BufferedDecoder::BufferedDecoder(Transcriber& transcriber, ContextSize context, bool decode_partial_frame, bool partial)
     : transcriber_(transcriber),
       context_(context),
       frame_samples_(transcriber.metadata().hop_length * transcriber.metadata().subsampling_factor),
@@ -117,8 +116,7 @@ void BufferedDecoder::decode_window(int64_t end, bool last, StreamUpdate& update
   const auto t0 = std::chrono::steady_clock::now();
   if (!state_) state_ = transcriber_.initial_decoder_state();
   const int64_t available = std::max<int64_t>(0, encoded.valid_frames - left_frames);
-  const int64_t count =
-      last && decode_partial_frame_ ? available : std::min((chunk_end - chunk_start) / fs, available);
+  const int64_t count = last && decode_partial_frame_ ? available : std::min((chunk_end - chunk_start) / fs, available);
   auto [tokens, next] = transcriber_.decode_frames(encoded, left_frames, count, *state_);
   state_ = std::move(next);
   update.tokens.insert(update.tokens.end(), tokens.begin(), tokens.end());

@@ -62,7 +62,8 @@ std::string python_float(double v) {
   const bool negative = mantissa[0] == '-';
   if (negative) mantissa.erase(0, 1);
   std::string digits;
-  for (char c : mantissa) if (c != '.') digits += c;
+  for (char c : mantissa)
+    if (c != '.') digits += c;
   std::string out;
   if (exponent < 0) {
     out = "0." + std::string(-exponent - 1, '0') + digits;
@@ -155,7 +156,6 @@ std::string render_text(const std::vector<FileResult>& results, const std::vecto
   }
   return out;
 }
-
 
 std::string render_jsonl(const std::string& audio, const Transcript& t, const std::vector<std::string>& levels) {
   std::string out = "{\"audio\": " + json_string(audio) + ", \"text\": " + json_string(t.text);

@@ -38,8 +38,7 @@ std::string strip(const std::string& s, bool right) {
 class Printer {
  public:
   Printer(const LiveOptions& o)
-      : jsonl_(o.format == "jsonl"), partial_(o.partial),
-        tokens_(o.timestamps == "token" || o.timestamps == "all") {}
+      : jsonl_(o.format == "jsonl"), partial_(o.partial), tokens_(o.timestamps == "token" || o.timestamps == "all") {}
 
   void show(const StreamResult& r, bool last = false) {
     if (jsonl_) {
@@ -93,7 +92,7 @@ extern "C" void on_sigint(int) { PcmBlockReader::interrupt(); }
 class SigintAsEndOfInput {
  public:
   SigintAsEndOfInput() {
-    struct sigaction sa {};
+    struct sigaction sa{};
     sa.sa_handler = on_sigint;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESETHAND;  // no SA_RESTART: a blocked read() returns EINTR
@@ -104,7 +103,7 @@ class SigintAsEndOfInput {
   }
 
  private:
-  struct sigaction old_ {};
+  struct sigaction old_{};
   bool installed_ = false;
 };
 

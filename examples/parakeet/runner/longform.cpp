@@ -47,8 +47,8 @@ class ProgressBar {
 
 }  // namespace
 
-LongFormOptions resolve_context(std::optional<double> left, std::optional<double> chunk,
-                                std::optional<double> right, bool live) {
+LongFormOptions resolve_context(std::optional<double> left, std::optional<double> chunk, std::optional<double> right,
+                                bool live) {
   const LongFormOptions d = live ? kLiveContext : kFileContext;
   return {left.value_or(d.left_context_seconds), chunk.value_or(d.chunk_seconds),
           right.value_or(d.right_context_seconds)};
@@ -80,8 +80,9 @@ Transcript transcribe_file(Transcriber& transcriber, const std::string& path, co
       bar->update(static_cast<double>(received) / static_cast<double>(rate));
     };
   }
-  return transcribe_buffered(transcriber, [&](std::vector<float>& block) { return reader.next(block); }, context,
-                             /*decode_partial_frame=*/true, on_update);
+  return transcribe_buffered(
+      transcriber, [&](std::vector<float>& block) { return reader.next(block); }, context,
+      /*decode_partial_frame=*/true, on_update);
 }
 
 }  // namespace parakeet

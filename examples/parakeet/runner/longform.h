@@ -26,8 +26,8 @@ constexpr LongFormOptions kFileContext{4.0, 48.0, 4.0};
 constexpr LongFormOptions kLiveContext{10.0, 1.6, 1.6};
 
 // The command line's sizes, with the file or live defaults where a flag is absent.
-LongFormOptions resolve_context(std::optional<double> left, std::optional<double> chunk,
-                                std::optional<double> right, bool live);
+LongFormOptions resolve_context(std::optional<double> left, std::optional<double> chunk, std::optional<double> right,
+                                bool live);
 
 // The sizes in encoder frames; throws ContextError for sizes the .pte cannot take (checked against its bound).
 ContextSize context_frames(Transcriber& transcriber, const LongFormOptions& options);

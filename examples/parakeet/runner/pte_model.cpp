@@ -31,15 +31,14 @@ void emit_log(et_timestamp_t, et_pal_log_level_t level, const char* filename, co
   std::string text(message, length);
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
   if (level == kError || level == kFatal) g_last_runtime_error = text;
-  if (g_verbose) std::fprintf(stderr, "[executorch %c %s:%zu] %s\n", static_cast<char>(level), filename, line,
-                              text.c_str());
+  if (g_verbose)
+    std::fprintf(stderr, "[executorch %c %s:%zu] %s\n", static_cast<char>(level), filename, line, text.c_str());
 }
 
 void install_logger() {
   static std::once_flag once;
-  std::call_once(once, [] {
-    executorch::runtime::register_pal(executorch::runtime::PalImpl::create(emit_log, __FILE__));
-  });
+  std::call_once(once,
+                 [] { executorch::runtime::register_pal(executorch::runtime::PalImpl::create(emit_log, __FILE__)); });
 }
 
 std::string runtime_detail(Error e) {
@@ -132,8 +131,8 @@ const std::vector<std::string>& PteModel::required_methods() {
 
 const std::vector<std::string>& PteModel::metadata_methods() {
   static const std::vector<std::string> names = {
-      "sample_rate",     "window_stride",    "hop_length",           "subsampling_factor", "blank_id",
-      "vocab_size",      "durations",        "num_lstm_layers",      "pred_hidden",        "joint_hidden",
+      "sample_rate",          "window_stride",    "hop_length",        "subsampling_factor", "blank_id",
+      "vocab_size",           "durations",        "num_lstm_layers",   "pred_hidden",        "joint_hidden",
       "max_symbols_per_step", "num_mel_features", "min_audio_samples", "max_audio_samples"};
   return names;
 }
@@ -155,7 +154,8 @@ PteModel::PteModel(const std::string& path, const std::optional<std::string>& da
                         "); pass a model.pte written by parakeet-export");
   }
   auto names = module_->method_names();
-  if (!names.ok()) throw PteModelError("cannot list the methods of " + path + " (" + runtime_detail(names.error()) + ")");
+  if (!names.ok())
+    throw PteModelError("cannot list the methods of " + path + " (" + runtime_detail(names.error()) + ")");
   std::string missing;
   for (const auto* list : {&required_methods(), &metadata_methods()}) {
     for (const auto& m : *list) {
@@ -192,9 +192,9 @@ PteModel::PteModel(const std::string& path, const std::optional<std::string>& da
     if (!v.isString()) throw PteModelError("metadata method tokenizer_sha256 of " + path + " is not a string");
     m.tokenizer_sha256 = std::string(v.toString());
   }
-  if (m.sample_rate <= 0 || m.hop_length <= 0 || m.durations.empty() || m.num_lstm_layers <= 0 ||
-      m.pred_hidden <= 0) {
-    throw PteModelError(path + " has inconsistent metadata (sample_rate, hop_length, durations or LSTM shape); "
+  if (m.sample_rate <= 0 || m.hop_length <= 0 || m.durations.empty() || m.num_lstm_layers <= 0 || m.pred_hidden <= 0) {
+    throw PteModelError(path +
+                        " has inconsistent metadata (sample_rate, hop_length, durations or LSTM shape); "
                         "re-export it with parakeet-export");
   }
 
@@ -222,15 +222,16 @@ ScalarType PteModel::input_dtype(const std::string& method, size_t index) {
   if (!meta.ok()) throw PteModelError("cannot read the signature of method " + method);
   auto info = meta->input_tensor_meta(index);
   if (!info.ok()) {
-    throw PteModelError("input " + std::to_string(index) + " of method " + method + " is not a tensor; "
+    throw PteModelError("input " + std::to_string(index) + " of method " + method +
+                        " is not a tensor; "
                         "re-export the model with parakeet-export");
   }
   return info->scalar_type();
 }
 
 std::pair<HostTensor, int64_t> PteModel::preprocessor(std::vector<float>& audio, int64_t length) {
-  auto wave = executorch::extension::make_tensor_ptr({static_cast<SizesType>(audio.size())}, audio.data(),
-                                                     ScalarType::Float);
+  auto wave =
+      executorch::extension::make_tensor_ptr({static_cast<SizesType>(audio.size())}, audio.data(), ScalarType::Float);
   auto len = executorch::extension::make_tensor_ptr(std::vector<int64_t>{length});
   auto out = run("preprocessor", {EValue(wave), EValue(len)});
   return {HostTensor::copy_of(tensor_output(out, 0, "preprocessor")), scalar_output(out, 1, "preprocessor")};

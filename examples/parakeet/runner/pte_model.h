@@ -69,8 +69,8 @@ class PteModel {
   std::pair<HostTensor, int64_t> encoder(const HostTensor& features, int64_t feature_length);
 
   struct DecoderState {
-    HostTensor h, c;           // [layers, 1, hidden]
-    HostTensor prediction;     // [1, 1, J]
+    HostTensor h, c;        // [layers, 1, hidden]
+    HostTensor prediction;  // [1, 1, J]
   };
   DecoderState initial_state() const;  // zero LSTM state, no prediction yet
   // One prediction-network step on `token`; updates state.h/c/prediction in place.

@@ -16,8 +16,7 @@ StreamResult StreamingTranscriber::finish() { return result(decoder_.finish()); 
 
 Transcript StreamingTranscriber::transcript() const {
   const double rate = static_cast<double>(transcriber_.metadata().sample_rate);
-  return transcriber_.transcript(tokens_, static_cast<double>(decoder_.samples_received()) / rate,
-                                 decoder_.timings());
+  return transcriber_.transcript(tokens_, static_cast<double>(decoder_.samples_received()) / rate, decoder_.timings());
 }
 
 StreamResult StreamingTranscriber::result(const StreamUpdate& update) {

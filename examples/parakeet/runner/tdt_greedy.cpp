@@ -10,8 +10,8 @@ std::pair<int64_t, int64_t> step(const JointFn& joint, int64_t frame, const std:
                                  int64_t blank_id) {
   const auto [label, duration_index] = joint(frame);
   if (duration_index < 0 || duration_index >= static_cast<int64_t>(durations.size())) {
-    throw std::invalid_argument("joint returned duration index " + std::to_string(duration_index) +
-                                "; the model has " + std::to_string(durations.size()) + " durations");
+    throw std::invalid_argument("joint returned duration index " + std::to_string(duration_index) + "; the model has " +
+                                std::to_string(durations.size()) + " durations");
   }
   int64_t duration = durations[duration_index];
   if (label == blank_id && duration == 0) duration = 1;  // a blank must move on, or decoding would stall

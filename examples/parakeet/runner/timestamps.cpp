@@ -22,8 +22,8 @@ bool is_special_piece(const std::string& piece) {
   if (all_space) return true;
   if (starts_with(piece, "##") || starts_with(piece, kBoundary)) return true;
   const bool has_newline = piece.find('\n') != std::string::npos;  // '.' in the regex stops at a newline
-  if (!has_newline && piece.size() >= 2 && ((piece.front() == '[' && piece.back() == ']') ||
-                                            (piece.front() == '<' && piece.back() == '>'))) {
+  if (!has_newline && piece.size() >= 2 &&
+      ((piece.front() == '[' && piece.back() == ']') || (piece.front() == '<' && piece.back() == '>'))) {
     return true;
   }
   return false;

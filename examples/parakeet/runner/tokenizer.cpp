@@ -48,7 +48,8 @@ void Tokenizer::check_fingerprint(const std::string& expected, const std::string
   if (actual != expected) {
     throw TokenizerError("tokenizer " + path_ + " is not the one " + model_name +
                          " was exported with (SentencePiece model SHA-256 " + actual.substr(0, 12) + "..., expected " +
-                         expected.substr(0, 12) + "...): its ids would decode to the wrong text. Use the "
+                         expected.substr(0, 12) +
+                         "...): its ids would decode to the wrong text. Use the "
                          "tokenizer.model exported next to this .pte, or pass --ignore_tokenizer_fingerprint if you "
                          "know they match");
   }
@@ -58,8 +59,6 @@ std::string Tokenizer::piece(int id) const { return sp_->IdToPiece(id); }
 
 std::string Tokenizer::decode(const std::vector<int>& ids) const { return sp_->DecodeIds(ids); }
 
-std::string Tokenizer::decode_pieces(const std::vector<std::string>& pieces) const {
-  return sp_->DecodePieces(pieces);
-}
+std::string Tokenizer::decode_pieces(const std::vector<std::string>& pieces) const { return sp_->DecodePieces(pieces); }
 
 }  // namespace parakeet

@@ -1,7 +1,7 @@
 #include "transcribe.h"
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <stdexcept>
 
@@ -29,8 +29,7 @@ void add_timing(Timings& timings, const std::string& stage, double seconds) {
   timings.emplace_back(stage, seconds);
 }
 
-Transcriber::Transcriber(PteModel& model, const Tokenizer& tokenizer, bool check_fingerprint,
-                         const WarningSink& warn)
+Transcriber::Transcriber(PteModel& model, const Tokenizer& tokenizer, bool check_fingerprint, const WarningSink& warn)
     : model_(model), tokenizer_(tokenizer) {
   tokenizer.check_vocab(model.metadata().vocab_size);
   if (check_fingerprint) tokenizer.check_fingerprint(model.metadata().tokenizer_sha256, model.path(), warn);
@@ -78,8 +77,8 @@ TdtDecoderState Transcriber::initial_decoder_state() {
   return state;
 }
 
-std::pair<std::vector<DecodedToken>, TdtDecoderState> Transcriber::decode_frames(const Encoded& encoded,
-                                                                                 int64_t first, int64_t count,
+std::pair<std::vector<DecodedToken>, TdtDecoderState> Transcriber::decode_frames(const Encoded& encoded, int64_t first,
+                                                                                 int64_t count,
                                                                                  const TdtDecoderState& state) {
   const auto& meta = model_.metadata();
   if (first < 0 || count < 0 || (count > 0 && first + count > encoded.valid_frames)) {
@@ -133,9 +132,9 @@ Transcript Transcriber::transcript(const std::vector<DecodedToken>& tokens, doub
     pieces.push_back(pieces_[id]);
   }
   out.tokens = token_spans(tokens, texts, punctuation_);
-  out.words = word_spans(out.tokens, pieces,
-                         [this](const std::vector<std::string>& p) { return tokenizer_.decode_pieces(p); },
-                         punctuation_);
+  out.words = word_spans(
+      out.tokens, pieces, [this](const std::vector<std::string>& p) { return tokenizer_.decode_pieces(p); },
+      punctuation_);
   out.segments = segment_spans(out.words);
   for (auto* level : {&out.tokens, &out.words, &out.segments}) {
     set_seconds(*level, meta.window_stride, meta.subsampling_factor);

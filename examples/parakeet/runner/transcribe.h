@@ -3,8 +3,8 @@
 // single pass is split into those steps so that buffered decoding (buffered.h) can run them window by window.
 #pragma once
 
-#include <cstdint>
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,7 +39,7 @@ struct TdtDecoderState {
 };
 
 struct Encoded {
-  HostTensor frames;       // projected encoder frames [1, T_enc, J]
+  HostTensor frames;  // projected encoder frames [1, T_enc, J]
   int64_t valid_frames = 0;
 };
 
@@ -47,8 +47,7 @@ class Transcriber {
  public:
   // Throws TokenizerError when the tokenizer's size differs from the model's vocabulary, or (check_fingerprint)
   // when it is not the tokenizer the model was exported with; `warn` receives the note for a .pte without one.
-  Transcriber(PteModel& model, const Tokenizer& tokenizer, bool check_fingerprint = true,
-              const WarningSink& warn = {});
+  Transcriber(PteModel& model, const Tokenizer& tokenizer, bool check_fingerprint = true, const WarningSink& warn = {});
 
   double max_audio_seconds() const;
   PteModel& model() { return model_; }

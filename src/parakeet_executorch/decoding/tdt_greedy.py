@@ -17,8 +17,9 @@ Mirrors NeMo's default TDT strategy ``greedy_batch`` — the label-looping decod
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 JointFn = Callable[[int, Any], "tuple[int, int]"]
 PredictFn = Callable[[int, Any], "tuple[Any, Any]"]

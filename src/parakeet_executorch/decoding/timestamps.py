@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Iterable, Sequence
 
 from .tdt_greedy import DecodedToken
 
@@ -53,8 +53,13 @@ def punctuation_of_vocab(pieces: Iterable[str]) -> set[str]:
     Mirrors NeMo's ``extract_punctuation_from_vocab``: pieces that look special (``<unk>``, ``[..]``, or that
     start with '▁' or '##', or are blank) are not looked at.
     """
-    return {ch for piece in pieces if not _SPECIAL_PIECE.match(piece)
-            for ch in piece if unicodedata.category(ch).startswith("P")}
+    return {
+        ch
+        for piece in pieces
+        if not _SPECIAL_PIECE.match(piece)
+        for ch in piece
+        if unicodedata.category(ch).startswith("P")
+    }
 
 
 def transcript_text(decoded: str, punctuation: set[str]) -> str:
@@ -130,7 +135,7 @@ def word_spans(spans: Sequence[Span], pieces: Sequence[str], decode_pieces, punc
 
 
 def _next_visible_text(spans: Sequence[Span], i: int) -> str | None:
-    for span in spans[i + 1:]:
+    for span in spans[i + 1 :]:
         if span.text and span.text != WORD_SEPARATOR:
             return span.text
     return None

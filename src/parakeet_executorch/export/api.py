@@ -14,10 +14,10 @@ written atomically (a temporary file renamed into place), so a failure leaves no
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from .report import EncoderRewrites, ExportReport, PartQuantization, QuantizationSummary, StageTiming
 
@@ -81,12 +81,15 @@ class ExportOptions:
             check_recipe(recipe, self.backend, self.group_size)
         check_embedding_recipe(self.quantize_embedding, self.backend)
         if not DEFAULT_MIN_AUDIO_SECONDS < self.max_audio_seconds <= MAX_AUDIO_SECONDS_LIMIT:
-            raise ValueError(f"--max-audio-seconds must be in ({DEFAULT_MIN_AUDIO_SECONDS}, "
-                             f"{MAX_AUDIO_SECONDS_LIMIT:g}], got {self.max_audio_seconds}")
+            raise ValueError(
+                f"--max-audio-seconds must be in ({DEFAULT_MIN_AUDIO_SECONDS}, "
+                f"{MAX_AUDIO_SECONDS_LIMIT:g}], got {self.max_audio_seconds}"
+            )
 
 
-def export_pte(source: str | Path, options: ExportOptions = ExportOptions(), *,
-               progress: Progress | None = None) -> ExportReport:
+def export_pte(
+    source: str | Path, options: ExportOptions = ExportOptions(), *, progress: Progress | None = None
+) -> ExportReport:
     """Export a NeMo Parakeet TDT checkpoint to ``options.output_dir/model.pte`` (+ ``tokenizer.model``).
 
     Args:
@@ -136,7 +139,6 @@ class _Export:
 
     def run(self) -> ExportReport:
         import torch
-
         from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge_transform_and_lower
 
         from .backends import partitioners
@@ -150,9 +152,11 @@ class _Export:
         with self._stage("load"):
             model = load_nemo_model(self.source)
             meta = read_metadata(model, DEFAULT_MIN_AUDIO_SECONDS, opts.max_audio_seconds)
-        self.say(f"  supported audio: {meta.min_audio_samples / meta.sample_rate:g} s to "
-                 f"{meta.max_audio_samples / meta.sample_rate:g} s per call (shorter input is zero-padded by the "
-                 f"runners)")
+        self.say(
+            f"  supported audio: {meta.min_audio_samples / meta.sample_rate:g} s to "
+            f"{meta.max_audio_samples / meta.sample_rate:g} s per call (shorter input is zero-padded by the "
+            f"runners)"
+        )
         if any(r != "none" for r in plan.values()) or opts.quantize_embedding != "none":
             with self._stage("quantize"):
                 quantization = self._quantize(model, plan)
@@ -161,46 +165,70 @@ class _Export:
         with self._stage("export"):
             dtype = torch.bfloat16 if opts.dtype == "bf16" else torch.float32
             rewrites: dict = {}
-            with (faster_tracing(shortcuts=opts.lowering_shortcuts) if xnnpack else nullcontext()):
-                programs = export_methods(model, meta, dtype=dtype, device="cuda" if opts.backend == "cuda" else "cpu",
-                                          xnnpack_encoder=xnnpack, encoder_report=rewrites)
+            with faster_tracing(shortcuts=opts.lowering_shortcuts) if xnnpack else nullcontext():
+                programs = export_methods(
+                    model,
+                    meta,
+                    dtype=dtype,
+                    device="cuda" if opts.backend == "cuda" else "cpu",
+                    xnnpack_encoder=xnnpack,
+                    encoder_report=rewrites,
+                )
             if rewrites.get("positional_tables"):
-                self.say(f"  encoder: linear_pos precomputed over the relative-position table in "
-                         f"{rewrites['positional_tables']} layers ({rewrites['positional_table_mb']:.1f} MB of "
-                         f"constants; no positional GEMM at run time)")
+                self.say(
+                    f"  encoder: linear_pos precomputed over the relative-position table in "
+                    f"{rewrites['positional_tables']} layers ({rewrites['positional_table_mb']:.1f} MB of "
+                    f"constants; no positional GEMM at run time)"
+                )
             elif rewrites.get("positional_table_skipped"):
                 self.say(f"  encoder: linear_pos runs at run time: {rewrites['positional_table_skipped']}")
         with self._stage(f"lower ({opts.backend})"):
             parts, programs = partitioners(opts.backend, programs)
             # The shortcuts are checked (tests/test_lowering_speedups.py) to give a byte-identical .pte on XNNPACK.
-            with (faster_lowering(programs, parts, shortcuts=opts.lowering_shortcuts) if xnnpack else nullcontext()):
+            with faster_lowering(programs, parts, shortcuts=opts.lowering_shortcuts) if xnnpack else nullcontext():
                 edge = to_edge_transform_and_lower(
-                    programs, partitioner=parts, constant_methods=meta.constant_methods(),
-                    compile_config=EdgeCompileConfig(_check_ir_validity=False))
-        with self._stage("to_executorch (memory planning, emit)"):
-            with (faster_tracing(shortcuts=opts.lowering_shortcuts) if xnnpack else nullcontext()):
-                program = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=True))
+                    programs,
+                    partitioner=parts,
+                    constant_methods=meta.constant_methods(),
+                    compile_config=EdgeCompileConfig(_check_ir_validity=False),
+                )
+        with (
+            self._stage("to_executorch (memory planning, emit)"),
+            faster_tracing(shortcuts=opts.lowering_shortcuts) if xnnpack else nullcontext(),
+        ):
+            program = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=True))
         with self._stage("serialize"):
             pte, tokenizer = self.out_dir / "model.pte", self.out_dir / "tokenizer.model"
             write_atomically(pte, program.buffer)
             if getattr(program, "_tensor_data", None):
                 program.write_tensor_data_to_file(str(self.out_dir))
             write_atomically(tokenizer, model.tokenizer.tokenizer.serialized_model_proto())
-        return ExportReport(pte_path=pte, tokenizer_path=tokenizer, backend=opts.backend, dtype=opts.dtype,
-                            pte_bytes=pte.stat().st_size, metadata=meta, stages=tuple(self.stages),
-                            quantization=quantization, encoder_rewrites=EncoderRewrites.from_report(rewrites))
+        return ExportReport(
+            pte_path=pte,
+            tokenizer_path=tokenizer,
+            backend=opts.backend,
+            dtype=opts.dtype,
+            pte_bytes=pte.stat().st_size,
+            metadata=meta,
+            stages=tuple(self.stages),
+            quantization=quantization,
+            encoder_rewrites=EncoderRewrites.from_report(rewrites),
+        )
 
     def _quantize(self, model, plan: dict[str, str]) -> QuantizationSummary:
         from .recipes import quantize_parts
 
         opts = self.options
-        reports = quantize_parts(model, plan["encoder"], plan["decoder"], opts.group_size, opts.qparams, opts.strict,
-                                 opts.quantize_embedding)
+        reports = quantize_parts(
+            model, plan["encoder"], plan["decoder"], opts.group_size, opts.qparams, opts.strict, opts.quantize_embedding
+        )
         parts = tuple(PartQuantization.from_part_report(part, r) for part, r in reports.items())
         for p in parts:
             gs = p.group_size or "per channel"
-            self.say(f"  {p.part}: {p.recipe}, group size {gs}: quantized {p.quantized} of {p.linear_layers} "
-                     f"layers, weights {p.weight_bytes_before / 1e6:.2f} MB -> {p.weight_bytes_after / 1e6:.2f} MB")
+            self.say(
+                f"  {p.part}: {p.recipe}, group size {gs}: quantized {p.quantized} of {p.linear_layers} "
+                f"layers, weights {p.weight_bytes_before / 1e6:.2f} MB -> {p.weight_bytes_after / 1e6:.2f} MB"
+            )
             for reason in p.left_float:
                 self.say(f"    left in float: {reason}")
         return QuantizationSummary(True, parts)

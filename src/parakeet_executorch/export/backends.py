@@ -30,13 +30,15 @@ def check_host(backend: str, dtype: str) -> None:
         if platform.system() != "Darwin" or platform.machine() != "arm64":
             raise BackendError(
                 f"--backend metal needs a Mac with Apple silicon (macOS arm64) to compile the Metal kernels; this "
-                f"host is {platform.system()} {platform.machine()}. Run the export on a Mac, or pick xnnpack.")
+                f"host is {platform.system()} {platform.machine()}. Run the export on a Mac, or pick xnnpack."
+            )
         if not torch.backends.mps.is_available():
             raise BackendError("--backend metal needs the MPS device, which PyTorch reports unavailable on this Mac")
-    if backend == "cuda":
-        if not torch.cuda.is_available():
-            raise BackendError("--backend cuda needs an NVIDIA GPU with a CUDA build of PyTorch and Triton at export "
-                               "time; this host has none. Export on a CUDA machine, or pick xnnpack.")
+    if backend == "cuda" and not torch.cuda.is_available():
+        raise BackendError(
+            "--backend cuda needs an NVIDIA GPU with a CUDA build of PyTorch and Triton at export "
+            "time; this host has none. Export on a CUDA machine, or pick xnnpack."
+        )
 
 
 def partitioners(backend: str, programs: dict[str, ExportedProgram]):
@@ -44,8 +46,9 @@ def partitioners(backend: str, programs: dict[str, ExportedProgram]):
     if backend == "portable":
         # Decomposing lets torchao's weight-only dequantize (which has no ExecuTorch out variant) run as plain
         # portable ops while the int8 weights stay int8 constants; float graphs are unaffected.
-        rewritten = {name: (ep.run_decompositions() if name in COMPUTE_METHODS else ep)
-                     for name, ep in programs.items()}
+        rewritten = {
+            name: (ep.run_decompositions() if name in COMPUTE_METHODS else ep) for name, ep in programs.items()
+        }
         return {name: [] for name in programs}, rewritten
     if backend == "xnnpack":
         from .xnnpack.partitioner import xnnpack_partitioner
@@ -57,8 +60,7 @@ def partitioners(backend: str, programs: dict[str, ExportedProgram]):
         for name in COMPUTE_METHODS:
             if name in programs:
                 rewrite_views(programs[name])
-        return ({name: ([xnnpack_partitioner()] if name in COMPUTE_METHODS else []) for name in programs},
-                programs)
+        return ({name: ([xnnpack_partitioner()] if name in COMPUTE_METHODS else []) for name in programs}, programs)
     if backend == "metal":
         return _metal_partitioners(programs)
     if backend == "cuda":
@@ -78,10 +80,17 @@ def _metal_partitioners(programs):
 
     table = torch.export.default_decompositions()
     table[torch.ops.aten.linear.default] = _linear_as_matmul
-    rewritten = {name: (ep.run_decompositions(table) if name in COMPUTE_METHODS else ep)
-                 for name, ep in programs.items()}
-    parts = {name: ([MetalPartitioner([MetalBackend.generate_method_name_compile_spec(name)])]
-                    if name in COMPUTE_METHODS else []) for name in programs}
+    rewritten = {
+        name: (ep.run_decompositions(table) if name in COMPUTE_METHODS else ep) for name, ep in programs.items()
+    }
+    parts = {
+        name: (
+            [MetalPartitioner([MetalBackend.generate_method_name_compile_spec(name)])]
+            if name in COMPUTE_METHODS
+            else []
+        )
+        for name in programs
+    }
     return parts, rewritten
 
 
@@ -90,8 +99,16 @@ def _cuda_partitioners(programs):
     from executorch.backends.cuda.cuda_partitioner import CudaPartitioner
     from torch._inductor.decomposition import conv1d_to_conv2d
 
-    rewritten = {name: (ep.run_decompositions({torch.ops.aten.conv1d.default: conv1d_to_conv2d})
-                        if name in COMPUTE_METHODS else ep) for name, ep in programs.items()}
-    parts = {name: ([CudaPartitioner([CudaBackend.generate_method_name_compile_spec(name)])]
-                    if name in COMPUTE_METHODS else []) for name in programs}
+    rewritten = {
+        name: (
+            ep.run_decompositions({torch.ops.aten.conv1d.default: conv1d_to_conv2d}) if name in COMPUTE_METHODS else ep
+        )
+        for name, ep in programs.items()
+    }
+    parts = {
+        name: (
+            [CudaPartitioner([CudaBackend.generate_method_name_compile_spec(name)])] if name in COMPUTE_METHODS else []
+        )
+        for name in programs
+    }
     return parts, rewritten

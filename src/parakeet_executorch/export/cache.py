@@ -16,8 +16,8 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 KEEP = 8  # entries kept; each demo export is ~10 MB
 EXPORT_FILES = ("model.pte", "tokenizer.model", "export_report.json")
@@ -47,7 +47,7 @@ def _source_hash() -> str:
 def _versions() -> dict:
     from importlib import metadata
 
-    out = {}
+    out: dict[str, str | None] = {}
     for dist in ("parakeet-executorch", "executorch", "torch", "torchao", "nemo_toolkit"):
         try:
             out[dist] = metadata.version(dist)
@@ -61,8 +61,14 @@ def export_key(model_file: Path, backend: str, options: Sequence[str] = ()) -> d
     ``options`` (everything but ``--model``, ``--backend`` and ``--output-dir``); JSON-serializable."""
     options = list(options)
     recipe = options[options.index("--quantize") + 1] if "--quantize" in options[:-1] else "none"
-    return {"model_sha256": _sha256_file(model_file), "backend": backend, "recipe": recipe, "options": options,
-            "sources_sha256": _source_hash(), "versions": _versions()}
+    return {
+        "model_sha256": _sha256_file(model_file),
+        "backend": backend,
+        "recipe": recipe,
+        "options": options,
+        "sources_sha256": _source_hash(),
+        "versions": _versions(),
+    }
 
 
 def _digest(key: dict) -> str:
@@ -99,14 +105,24 @@ def _store(entry: Path, key: dict, export_dir: Path) -> None:
 
 
 def _prune(root: Path, keep: int) -> None:
-    entries = sorted((p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")),
-                     key=lambda p: p.stat().st_mtime, reverse=True)
+    entries = sorted(
+        (p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")),
+        key=lambda p: p.stat().st_mtime,
+        reverse=True,
+    )
     for old in entries[keep:]:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def cached_export(model: str, backend: str, export_dir: Path, options: Sequence[str] = (), *,
-                  use_cache: bool = True, export: Callable[[list[str]], int] | None = None) -> int:
+def cached_export(
+    model: str,
+    backend: str,
+    export_dir: Path,
+    options: Sequence[str] = (),
+    *,
+    use_cache: bool = True,
+    export: Callable[[list[str]], int] | None = None,
+) -> int:
     """Put ``parakeet-export --model model --backend backend --output-dir export_dir *options``'s files into
     ``export_dir``: copied from the cache when an export with the same key (:func:`export_key`) is stored there,
     else exported (and stored when it succeeds). A model that is not a local file (a Hugging Face id) is always
@@ -123,7 +139,9 @@ def cached_export(model: str, backend: str, export_dir: Path, options: Sequence[
     from ..user_cache import cache_root
 
     if export is None:
-        from .cli import main as export
+        from .cli import main
+
+        export = main
     export_dir = Path(export_dir)
     argv = ["--model", model, "--backend", backend, "--output-dir", str(export_dir), *options]
     model_file = Path(model)
@@ -138,8 +156,11 @@ def cached_export(model: str, backend: str, export_dir: Path, options: Sequence[
         for name in EXPORT_FILES:
             _copy_atomically(entry / name, export_dir / name)
         os.utime(entry)  # most recently used: kept longest by _prune
-        print(f"[export] cached: {export_dir / 'model.pte'} from {entry} in {time.perf_counter() - t0:.1f} s "
-              f"(--no-cache exports again)", flush=True)
+        print(
+            f"[export] cached: {export_dir / 'model.pte'} from {entry} in {time.perf_counter() - t0:.1f} s "
+            f"(--no-cache exports again)",
+            flush=True,
+        )
         return 0
     rc = export(argv)
     if rc == 0:

@@ -24,40 +24,77 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="parakeet-export",
         description="Export a NeMo Parakeet TDT checkpoint to one ExecuTorch .pte with methods preprocessor, "
-                    "encoder, decoder_step and joint, plus metadata methods.")
-    p.add_argument("--model", default="nvidia/parakeet-tdt-0.6b-v3",
-                   help="a .nemo file, or a Hugging Face id (nvidia/parakeet-tdt-0.6b-v3, nvidia/parakeet-tdt-0.6b-v2)")
+        "encoder, decoder_step and joint, plus metadata methods.",
+    )
+    p.add_argument(
+        "--model",
+        default="nvidia/parakeet-tdt-0.6b-v3",
+        help="a .nemo file, or a Hugging Face id (nvidia/parakeet-tdt-0.6b-v3, nvidia/parakeet-tdt-0.6b-v2)",
+    )
     p.add_argument("--backend", choices=BACKENDS, default="xnnpack", help="ExecuTorch backend (default: xnnpack)")
-    p.add_argument("--quantize", choices=RECIPES, default="none",
-                   help="quantization recipe for encoder and decoder/joint linears (default: none)")
+    p.add_argument(
+        "--quantize",
+        choices=RECIPES,
+        default="none",
+        help="quantization recipe for encoder and decoder/joint linears (default: none)",
+    )
     p.add_argument("--quantize-encoder", choices=RECIPES, help="override --quantize for the encoder")
     p.add_argument("--quantize-decoder", choices=RECIPES, help="override --quantize for decoder and joint linears")
-    p.add_argument("--quantize-embedding", choices=EMBEDDING_RECIPES, default="none",
-                   help="weight-only 4w/8w for the prediction network's embedding (default: none)")
-    p.add_argument("--group-size", type=int, default=None,
-                   help="quantization group size along K (default: 32 for fpa4w/4w/8da4w, per channel for 8w/8da8w;"
-                        " 0 = per channel)")
+    p.add_argument(
+        "--quantize-embedding",
+        choices=EMBEDDING_RECIPES,
+        default="none",
+        help="weight-only 4w/8w for the prediction network's embedding (default: none)",
+    )
+    p.add_argument(
+        "--group-size",
+        type=int,
+        default=None,
+        help="quantization group size along K (default: 32 for fpa4w/4w/8da4w, per channel for 8w/8da8w;"
+        " 0 = per channel)",
+    )
     p.add_argument("--qparams", choices=("hqq", "minmax"), default="hqq", help="fpa4w parameter choice")
-    p.add_argument("--strict", action="store_true", help="fail instead of leaving a layer the recipe cannot take "
-                                                        "in float")
-    p.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32",
-                   help="float dtype of encoder/decoder/joint (bf16: metal and cuda only)")
+    p.add_argument(
+        "--strict", action="store_true", help="fail instead of leaving a layer the recipe cannot take in float"
+    )
+    p.add_argument(
+        "--dtype",
+        choices=("fp32", "bf16"),
+        default="fp32",
+        help="float dtype of encoder/decoder/joint (bf16: metal and cuda only)",
+    )
     p.add_argument("--output-dir", default="parakeet_tdt_exports", help="writes model.pte and tokenizer.model here")
-    p.add_argument("--max-audio-seconds", type=float, default=DEFAULT_MAX_AUDIO_SECONDS,
-                   help=f"longest audio the .pte accepts in one call (default {DEFAULT_MAX_AUDIO_SECONDS:g} s)")
-    p.add_argument("--no-lowering-shortcuts", action="store_true",
-                   help="lower with executorch's stock code, without this package's shortcuts (same .pte, slower)")
+    p.add_argument(
+        "--max-audio-seconds",
+        type=float,
+        default=DEFAULT_MAX_AUDIO_SECONDS,
+        help=f"longest audio the .pte accepts in one call (default {DEFAULT_MAX_AUDIO_SECONDS:g} s)",
+    )
+    p.add_argument(
+        "--no-lowering-shortcuts",
+        action="store_true",
+        help="lower with executorch's stock code, without this package's shortcuts (same .pte, slower)",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     return p
 
 
 def options_from_args(args: argparse.Namespace) -> ExportOptions:
     """The ``ExportOptions`` of parsed ``parakeet-export`` arguments."""
-    return ExportOptions(backend=args.backend, quantize=args.quantize, quantize_encoder=args.quantize_encoder,
-                         quantize_decoder=args.quantize_decoder, quantize_embedding=args.quantize_embedding,
-                         group_size=args.group_size, qparams=args.qparams, strict=args.strict, dtype=args.dtype,
-                         output_dir=Path(args.output_dir), max_audio_seconds=args.max_audio_seconds,
-                         lowering_shortcuts=not args.no_lowering_shortcuts)
+    return ExportOptions(
+        backend=args.backend,
+        quantize=args.quantize,
+        quantize_encoder=args.quantize_encoder,
+        quantize_decoder=args.quantize_decoder,
+        quantize_embedding=args.quantize_embedding,
+        group_size=args.group_size,
+        qparams=args.qparams,
+        strict=args.strict,
+        dtype=args.dtype,
+        output_dir=Path(args.output_dir),
+        max_audio_seconds=args.max_audio_seconds,
+        lowering_shortcuts=not args.no_lowering_shortcuts,
+    )
 
 
 def _print(line: str) -> None:
@@ -83,8 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # e.g. the disk filled up while serializing; write_atomically left no partial file
         print(f"parakeet-export: error: cannot write the export into {args.output_dir}: {exc}", file=sys.stderr)
         return 2
-    print(f"wrote {report.pte_path} ({report.pte_bytes / 1e6:.1f} MB), {report.tokenizer_path} and "
-          f"{out_dir / 'export_report.json'}")
+    print(
+        f"wrote {report.pte_path} ({report.pte_bytes / 1e6:.1f} MB), {report.tokenizer_path} and "
+        f"{out_dir / 'export_report.json'}"
+    )
     return 0
 
 

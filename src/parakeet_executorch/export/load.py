@@ -33,8 +33,10 @@ def load_nemo_model(model: str):
             raise ModelLoadError(f"cannot load {model} as a NeMo checkpoint: {exc}") from exc
     else:
         if "/" not in model:
-            raise ModelLoadError(f"--model {model!r} is neither an existing .nemo file nor a Hugging Face id "
-                                 "such as nvidia/parakeet-tdt-0.6b-v3")
+            raise ModelLoadError(
+                f"--model {model!r} is neither an existing .nemo file nor a Hugging Face id "
+                "such as nvidia/parakeet-tdt-0.6b-v3"
+            )
         try:
             nemo_model = ASRModel.from_pretrained(model, map_location="cpu")
         except Exception as exc:
@@ -54,8 +56,10 @@ def check_tdt(nemo_model, name: str) -> None:
         raise ModelLoadError(f"{name} is not a transducer (RNN-T/TDT) model: it has no joint network")
     model_type = cfg.get("decoding", {}).get("model_type", None)
     if model_type != "tdt" or not cfg.decoding.get("durations"):
-        raise ModelLoadError(f"{name} is not a TDT model (decoding.model_type={model_type!r}); "
-                             "this exporter supports Parakeet TDT checkpoints")
+        raise ModelLoadError(
+            f"{name} is not a TDT model (decoding.model_type={model_type!r}); "
+            "this exporter supports Parakeet TDT checkpoints"
+        )
 
 
 def read_metadata(nemo_model, min_audio_seconds: float, max_audio_seconds: float) -> ModelMetadata:
@@ -73,8 +77,9 @@ def read_metadata(nemo_model, min_audio_seconds: float, max_audio_seconds: float
     greedy = nemo_model.cfg.decoding.get("greedy", {}) or {}
     max_symbols = greedy.get("max_symbols", None)
     if max_symbols is None:
-        raise ModelLoadError("decoding.greedy.max_symbols is not set in the model config; a greedy TDT decoder "
-                             "needs a per-frame cap")
+        raise ModelLoadError(
+            "decoding.greedy.max_symbols is not set in the model config; a greedy TDT decoder needs a per-frame cap"
+        )
 
     def samples(seconds: float) -> int:  # a whole number of hops, as the preprocessor method takes
         return max(hop, int(round(seconds * sample_rate / hop)) * hop)

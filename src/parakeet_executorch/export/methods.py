@@ -70,5 +70,5 @@ class JointMethod(torch.nn.Module):
     def forward(self, encoded_frame: torch.Tensor, prediction: torch.Tensor):
         logits = self.joint.joint_after_projection(encoded_frame, prediction).reshape(-1)
         token = torch.argmax(logits[: self.num_token_classes], dim=0, keepdim=True)
-        duration_index = torch.argmax(logits[self.num_token_classes:], dim=0, keepdim=True)
+        duration_index = torch.argmax(logits[self.num_token_classes :], dim=0, keepdim=True)
         return token, duration_index

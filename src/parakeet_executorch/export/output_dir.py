@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 
 class OutputDirError(ValueError):
@@ -46,8 +46,10 @@ def prepare_output_dir(path: str | Path) -> list[Path]:
     except OSError as exc:
         remove_created(created)
         reason = exc.strerror or str(exc)
-        raise OutputDirError(f"--output-dir {path} is not writable: creating a file there failed ({reason}); "
-                             "pass a folder you can write to") from exc
+        raise OutputDirError(
+            f"--output-dir {path} is not writable: creating a file there failed ({reason}); "
+            "pass a folder you can write to"
+        ) from exc
     return created
 
 

@@ -3,7 +3,7 @@
 NeMo's ``ConformerConvolution`` holds ``pointwise_conv1`` (d -> 2d, split by GLU into value and gate) and
 ``pointwise_conv2`` (d -> d) as kernel-size-1 ``Conv1d`` layers. torchao's configs quantize ``nn.Linear`` only,
 so these stayed float under every recipe: 3 of a FastConformer layer's 25 d x d weight blocks, 302 MB of the
-762 MB fpa4w .pte of the full-size model, and a fifth of the 8da4w encoder's time on XNNPACK (issue 8's ETDump).
+762 MB fpa4w .pte of the full-size model, and a fifth of the 8da4w encoder's time on XNNPACK (its ETDump profile).
 
 A 1x1 convolution over [B, C, T] is a linear over the channel axis with the same weight values ([out, in, 1] ->
 [out, in]). ``convert_pointwise_convs`` swaps the modules before a recipe with ``quantizes_pointwise``
@@ -45,14 +45,21 @@ class GluInputLinear(torch.nn.Module):
 def is_pointwise(conv) -> bool:
     """Whether ``conv`` is a plain 1x1 ``Conv1d`` (stride 1, no padding, dilation 1, one group): a linear over
     channels, which ``convert_pointwise_convs`` can replace."""
-    return (type(conv) is torch.nn.Conv1d and conv.kernel_size == (1,) and conv.stride == (1,)
-            and conv.padding in ((0,), "valid") and conv.dilation == (1,) and conv.groups == 1)
+    return (
+        type(conv) is torch.nn.Conv1d
+        and conv.kernel_size == (1,)
+        and conv.stride == (1,)
+        and conv.padding in ((0,), "valid")
+        and conv.dilation == (1,)
+        and conv.groups == 1
+    )
 
 
 def _linear_from(conv: torch.nn.Conv1d, rows: slice) -> PointwiseLinear:
     weight = conv.weight.detach()[rows, :, 0]
-    layer = PointwiseLinear(weight.shape[1], weight.shape[0], bias=conv.bias is not None,
-                            device=weight.device, dtype=weight.dtype)
+    layer = PointwiseLinear(
+        weight.shape[1], weight.shape[0], bias=conv.bias is not None, device=weight.device, dtype=weight.dtype
+    )
     with torch.no_grad():
         layer.weight.copy_(weight)
         if conv.bias is not None:
@@ -73,8 +80,9 @@ def convert_pointwise_convs(root: torch.nn.Module, in_part) -> list[str]:
         pw1 = module.pointwise_conv1
         if is_pointwise(pw1) and module.pointwise_activation == "glu_" and pw1.out_channels % 2 == 0:
             half = pw1.out_channels // 2
-            module.pointwise_conv1 = GluInputLinear(_linear_from(pw1, slice(0, half)),
-                                                    _linear_from(pw1, slice(half, None)))
+            module.pointwise_conv1 = GluInputLinear(
+                _linear_from(pw1, slice(0, half)), _linear_from(pw1, slice(half, None))
+            )
             converted += [f"{name}.pointwise_conv1.value", f"{name}.pointwise_conv1.gate"]
         if is_pointwise(module.pointwise_conv2):
             module.pointwise_conv2 = _linear_from(module.pointwise_conv2, slice(None))

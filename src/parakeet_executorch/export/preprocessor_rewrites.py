@@ -97,7 +97,7 @@ def _upper_levels(block_sums: torch.Tensor, dim: int) -> torch.Tensor:
             return _sum_dim_in_order(x, dim)
         x = _pad_dim_to(x, dim, BLOCK)
         shape = list(x.shape)
-        x = _sum_dim_in_order(x.reshape(shape[:dim] + [shape[dim] // BLOCK, BLOCK] + shape[dim + 1:]), dim + 1)
+        x = _sum_dim_in_order(x.reshape(shape[:dim] + [shape[dim] // BLOCK, BLOCK] + shape[dim + 1 :]), dim + 1)
     return _sum_dim_in_order(x, dim)
 
 
@@ -149,15 +149,17 @@ def ordered_sum(x: torch.Tensor, length: torch.Tensor, max_length: int | None = 
     items = vectors // ILP
     # unfold, not reshape: the tracer cannot prove that a symbolic multiple of `chunk` splits into its factors
     grid = row.unfold(2, chunk, chunk).reshape(batch, features, blocks, BLOCK, ILP, LANES)
-    item_index = (torch.arange(blocks, device=x.device).reshape(blocks, 1) * BLOCK
-                  + torch.arange(BLOCK, device=x.device)).reshape(1, 1, blocks, BLOCK, 1, 1)
+    item_index = (
+        torch.arange(blocks, device=x.device).reshape(blocks, 1) * BLOCK + torch.arange(BLOCK, device=x.device)
+    ).reshape(1, 1, blocks, BLOCK, 1, 1)
     grid = torch.where(item_index < items.reshape(batch, 1, 1, 1, 1, 1), grid, 0.0)
     block_sums = _sum_dim_in_order(grid, 3)  # [B, F, blocks, ILP, LANES]
-    block_sums = torch.cat([block_sums, block_sums.new_zeros(batch, features, blocks_max, ILP, LANES)],
-                           dim=2)[:, :, :blocks_max]
+    block_sums = torch.cat([block_sums, block_sums.new_zeros(batch, features, blocks_max, ILP, LANES)], dim=2)[
+        :, :, :blocks_max
+    ]
     acc = _upper_levels(block_sums, 2)  # [B, F, ILP, LANES]
-    leftover = gather(items * group, (ILP - 1) * LANES, vectors * LANES)
-    leftover = torch.stack(leftover, -1).reshape(batch, features, ILP - 1, LANES)
+    leftover_parts = gather(items * group, (ILP - 1) * LANES, vectors * LANES)
+    leftover = torch.stack(leftover_parts, -1).reshape(batch, features, ILP - 1, LANES)
     acc0 = _in_order([acc[..., 0, :]] + list(torch.unbind(leftover, 2)))
     acc0 = _in_order([acc0] + [acc[..., k, :] for k in range(1, ILP)])
     tail = gather(vectors * LANES, LANES - 1, n)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-
 from contextlib import contextmanager, nullcontext
 
 import torch
@@ -26,9 +25,14 @@ def _cpu_only_preprocessor():
         torch.cuda.is_available = saved
 
 
-def export_methods(nemo_model, meta: ModelMetadata, dtype: torch.dtype = torch.float32,
-                   device: str = "cpu", xnnpack_encoder: bool = False,
-                   encoder_report: dict | None = None) -> dict[str, ExportedProgram]:
+def export_methods(
+    nemo_model,
+    meta: ModelMetadata,
+    dtype: torch.dtype = torch.float32,
+    device: str = "cpu",
+    xnnpack_encoder: bool = False,
+    encoder_report: dict | None = None,
+) -> dict[str, ExportedProgram]:
     """Export ``preprocessor``, ``encoder``, ``decoder_step`` and ``joint`` (see ``methods.py`` for signatures).
 
     The preprocessor's input length is ``hop_length x k`` samples for k over the supported range; the encoder is
@@ -57,8 +61,11 @@ def export_methods(nemo_model, meta: ModelMetadata, dtype: torch.dtype = torch.f
         # mel bands (silence) the result is the rounding residue of those sums.
         with torch_order_normalization(max_frames=_max_feature_frames(nemo_model.preprocessor, max_samples)):
             programs["preprocessor"] = export(
-                pre, (audio, torch.tensor([max_samples], dtype=torch.int64)),
-                dynamic_shapes={"audio": {0: hop * frames}, "length": {}}, strict=False)
+                pre,
+                (audio, torch.tensor([max_samples], dtype=torch.int64)),
+                dynamic_shapes={"audio": {0: hop * frames}, "length": {}},
+                strict=False,
+            )
         square_as_product(programs["preprocessor"])
         features, feature_length = pre(audio, torch.tensor([max_samples], dtype=torch.int64))
 
@@ -70,11 +77,13 @@ def export_methods(nemo_model, meta: ModelMetadata, dtype: torch.dtype = torch.f
         nemo_model.to(device=device, dtype=dtype)
     with torch.no_grad():
         enc = EncoderMethod(nemo_model.encoder, nemo_model.joint).eval()
-        with (xnnpack_friendly_encoder(nemo_model.encoder, report=encoder_report) if xnnpack_encoder
-              else nullcontext()):
+        with xnnpack_friendly_encoder(nemo_model.encoder, report=encoder_report) if xnnpack_encoder else nullcontext():
             programs["encoder"] = export(
-                enc, (features.to(device=device, dtype=dtype), feature_length.to(device)),
-                dynamic_shapes={"features": {2: Dim.AUTO}, "feature_length": {}}, strict=False)
+                enc,
+                (features.to(device=device, dtype=dtype), feature_length.to(device)),
+                dynamic_shapes={"features": {2: Dim.AUTO}, "feature_length": {}},
+                strict=False,
+            )
 
         step = DecoderStepMethod(nemo_model.decoder, nemo_model.joint).eval()
         state = torch.zeros(meta.num_lstm_layers, 1, meta.pred_hidden, dtype=dtype, device=device)

@@ -21,8 +21,8 @@ and lowbit's group sizes are imported when asked for.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 
 def _lowbit_group_sizes() -> tuple[int, ...]:
@@ -62,8 +62,9 @@ def _config_8da4w(group_size: int, qparams: str):
 
     # XNNPACK's blockwise int4 kernels keep group scales in bf16; choosing them in bf16 here makes the eager
     # model and the lowered one use the same scales (with fp32 scales they differed by up to 6 % per layer).
-    return Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int4, weight_granularity=_granularity(group_size),
-                                                 weight_scale_dtype=torch.bfloat16)
+    return Int8DynamicActivationIntxWeightConfig(
+        weight_dtype=torch.int4,  # type: ignore[attr-defined]  # missing from torch's type stubs weight_granularity=_granularity(group_size), weight_scale_dtype=torch.bfloat16
+    )
 
 
 def _config_8da8w(group_size: int, qparams: str):
@@ -130,8 +131,10 @@ class Recipe:
         multiple = dict(self.group_size_multiples).get(backend)
         if multiple and group_size and group_size % multiple:
             # 8da4w: executorch 1.5.1's XNNPACK lowering asserts on this deep inside to_edge_transform_and_lower.
-            return (f"{self.name} on {backend} takes group sizes that are multiples of {multiple} (or 0 = per "
-                    f"channel), got {group_size}")
+            return (
+                f"{self.name} on {backend} takes group sizes that are multiples of {multiple} (or 0 = per "
+                f"channel), got {group_size}"
+            )
         return None
 
     def config(self, group_size: int, qparams: str = "hqq"):
@@ -144,23 +147,62 @@ class Recipe:
 
 REGISTRY: tuple[Recipe, ...] = (
     Recipe("none", "nothing", ("portable", "xnnpack", "metal", "cuda")),
-    Recipe("fpa4w", "4-bit unsigned weights per group, float scale and zero, float activations (lowbit)",
-           ("metal", "portable", "xnnpack"), weight_bits=4, default_group_size=32, group_sizes=_lowbit_group_sizes,
-           quantizes_pointwise=True, config_factory=_config_fpa4w),
-    Recipe("4w", "torchao int4 weight-only, tile-packed layout (packing needs CUDA)", ("cuda",), weight_bits=4,
-           default_group_size=32, quantizes_pointwise=True, config_factory=_config_4w),
-    Recipe("8w", "int8 weight-only, per output channel", ("portable", "cuda", "metal"), weight_bits=8,
-           refusals=(("xnnpack", "executorch 1.5.1 lowers weight-only int8 to XNNPACK with wrong numerics; "
-                                 "use --backend portable for 8w, or 8da8w for XNNPACK"),),
-           quantizes_pointwise=True, config_factory=_config_8w),
-    Recipe("8da4w", "dynamic int8 activations, int4 weights per group", ("xnnpack",), weight_bits=4,
-           dynamic_activations=True, default_group_size=32, group_size_multiples=(("xnnpack", 32),),
-           quantizes_pointwise=True, config_factory=_config_8da4w),
+    Recipe(
+        "fpa4w",
+        "4-bit unsigned weights per group, float scale and zero, float activations (lowbit)",
+        ("metal", "portable", "xnnpack"),
+        weight_bits=4,
+        default_group_size=32,
+        group_sizes=_lowbit_group_sizes,
+        quantizes_pointwise=True,
+        config_factory=_config_fpa4w,
+    ),
+    Recipe(
+        "4w",
+        "torchao int4 weight-only, tile-packed layout (packing needs CUDA)",
+        ("cuda",),
+        weight_bits=4,
+        default_group_size=32,
+        quantizes_pointwise=True,
+        config_factory=_config_4w,
+    ),
+    Recipe(
+        "8w",
+        "int8 weight-only, per output channel",
+        ("portable", "cuda", "metal"),
+        weight_bits=8,
+        refusals=(
+            (
+                "xnnpack",
+                "executorch 1.5.1 lowers weight-only int8 to XNNPACK with wrong numerics; "
+                "use --backend portable for 8w, or 8da8w for XNNPACK",
+            ),
+        ),
+        quantizes_pointwise=True,
+        config_factory=_config_8w,
+    ),
+    Recipe(
+        "8da4w",
+        "dynamic int8 activations, int4 weights per group",
+        ("xnnpack",),
+        weight_bits=4,
+        dynamic_activations=True,
+        default_group_size=32,
+        group_size_multiples=(("xnnpack", 32),),
+        quantizes_pointwise=True,
+        config_factory=_config_8da4w,
+    ),
     # Not pointwise yet: with it, the trained demo model's 8da8w .pte still agreed with its eager model on
     # >= 99.5 % of the joint argmaxes but its transcript differed by one token of ~100 (int8 activations rounding
     # differently in XNNPACK and PyTorch), which the recipe tests do not accept.
-    Recipe("8da8w", "dynamic int8 activations, int8 weights per output channel", ("xnnpack",), weight_bits=8,
-           dynamic_activations=True, config_factory=_config_8da8w),
+    Recipe(
+        "8da8w",
+        "dynamic int8 activations, int8 weights per output channel",
+        ("xnnpack",),
+        weight_bits=8,
+        dynamic_activations=True,
+        config_factory=_config_8da8w,
+    ),
 )
 RECIPES: tuple[str, ...] = tuple(r.name for r in REGISTRY)  # the --quantize choices, in the registry's order
 _BY_NAME = {r.name: r for r in REGISTRY}

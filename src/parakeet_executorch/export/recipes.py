@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .recipe_registry import REGISTRY, RECIPES, get_recipe
+from .recipe_registry import RECIPES, REGISTRY, get_recipe
 
 EMBEDDING_RECIPES = ("none", "4w", "8w")
 
@@ -28,8 +28,10 @@ def check_recipe(recipe: str, backend: str, group_size: int | None = None) -> No
     if not entry.runs_on(backend):
         allowed = "; ".join(f"{r.name}: {', '.join(r.backends)}" for r in REGISTRY)
         why = entry.why_not(backend)
-        raise RecipeError(f"--quantize {recipe} cannot be used with --backend {backend}"
-                          f"{' (' + why + ')' if why else ''}. Allowed pairs: {allowed}")
+        raise RecipeError(
+            f"--quantize {recipe} cannot be used with --backend {backend}"
+            f"{' (' + why + ')' if why else ''}. Allowed pairs: {allowed}"
+        )
     if group_size is not None and group_size < 0:
         raise RecipeError(f"--group-size must be >= 0 (0 = per channel), got {group_size}")
     problem = entry.group_size_error(backend, group_size)
@@ -47,8 +49,10 @@ def check_embedding_recipe(recipe: str, backend: str) -> None:
     decomposes it into plain ops (XNNPACK does not take embeddings, so on xnnpack it would stay undelegated).
     """
     if recipe != "none" and backend not in EMBEDDING_BACKENDS:
-        raise RecipeError(f"--quantize-embedding {recipe} is supported with --backend "
-                          f"{', '.join(EMBEDDING_BACKENDS)} only, not {backend}")
+        raise RecipeError(
+            f"--quantize-embedding {recipe} is supported with --backend "
+            f"{', '.join(EMBEDDING_BACKENDS)} only, not {backend}"
+        )
 
 
 def skip_reason(recipe: str, name: str, weight_shape, group_size: int, multi_row: bool) -> str | None:
@@ -77,8 +81,15 @@ class PartReport:
     not_covered: list[str] = field(default_factory=list)
 
 
-def quantize_part(root: torch.nn.Module, prefixes: list[str], recipe: str, group_size: int, qparams: str,
-                  strict: bool, multi_row: bool) -> PartReport:
+def quantize_part(
+    root: torch.nn.Module,
+    prefixes: list[str],
+    recipe: str,
+    group_size: int,
+    qparams: str,
+    strict: bool,
+    multi_row: bool,
+) -> PartReport:
     """Quantize the ``nn.Linear`` layers under ``prefixes`` of ``root`` in place with a recipe.
 
     With a recipe that ``quantizes_pointwise`` (``recipe_registry.Recipe``), the conformer's 1x1 pointwise
@@ -141,8 +152,10 @@ def _not_covered(modules: dict, prefixes: list[str], recipe: str) -> list[str]:
     for kind, layers in sorted(groups.items()):
         if kind == "1x1 Conv1d" and recipe != "none":
             pointwise = ", ".join(r.name for r in REGISTRY if r.quantizes_pointwise)
-            why = (f"{recipe} leaves 1x1 convolutions float; only {pointwise} turn them into "
-                   f"quantized linears (export/pointwise.py)")
+            why = (
+                f"{recipe} leaves 1x1 convolutions float; only {pointwise} turn them into "
+                f"quantized linears (export/pointwise.py)"
+            )
         else:
             why = f"no recipe quantizes {kind}"
         if len(layers) == 1:
@@ -169,23 +182,27 @@ def quantize_embedding(root: torch.nn.Module, name: str, recipe: str, group_size
         report.weight_bytes_after = report.weight_bytes_before
         return report
     gran = PerAxis(0) if group_size == 0 else PerGroup(group_size)
-    dtype = torch.int4 if recipe == "4w" else torch.int8
-    quantize_(root, IntxWeightOnlyConfig(weight_dtype=dtype, granularity=gran),
-              filter_fn=lambda m, fqn: fqn == name)
+    dtype = torch.int4 if recipe == "4w" else torch.int8  # type: ignore[attr-defined]  # not in torch's stubs
+    quantize_(root, IntxWeightOnlyConfig(weight_dtype=dtype, granularity=gran), filter_fn=lambda m, fqn: fqn == name)
     report.quantized = 1
     report.weight_bytes_after = _nbytes(dict(root.named_modules())[name].weight)
     return report
 
 
 # Which modules of a NeMo TDT model make up each part, and whether their linears see more than one row per call.
-PARTS = {"encoder": (["encoder", "joint.enc"], True),
-         "decoder": (["decoder", "joint.pred", "joint.joint_net"], False)}
+PARTS = {"encoder": (["encoder", "joint.enc"], True), "decoder": (["decoder", "joint.pred", "joint.joint_net"], False)}
 EMBEDDING = "decoder.prediction.embed"
 
 
-def quantize_parts(model, encoder_recipe: str, decoder_recipe: str, group_size: int | None = None,
-                   qparams: str = "hqq", strict: bool = False,
-                   embedding_recipe: str = "none") -> dict[str, PartReport]:
+def quantize_parts(
+    model,
+    encoder_recipe: str,
+    decoder_recipe: str,
+    group_size: int | None = None,
+    qparams: str = "hqq",
+    strict: bool = False,
+    embedding_recipe: str = "none",
+) -> dict[str, PartReport]:
     """Quantize a NeMo TDT model in place, part by part, as ``parakeet-export`` does.
 
     Args:
@@ -212,8 +229,15 @@ def quantize_parts(model, encoder_recipe: str, decoder_recipe: str, group_size: 
     return reports
 
 
-def quantize_model(model, encoder_recipe: str, decoder_recipe: str, group_size: int | None = None,
-                   qparams: str = "hqq", strict: bool = False, embedding_recipe: str = "none") -> dict:
+def quantize_model(
+    model,
+    encoder_recipe: str,
+    decoder_recipe: str,
+    group_size: int | None = None,
+    qparams: str = "hqq",
+    strict: bool = False,
+    embedding_recipe: str = "none",
+) -> dict:
     """``quantize_parts`` with the reports as plain dicts: ``{"parts": {part: PartReport as dict}}``."""
     from dataclasses import asdict
 

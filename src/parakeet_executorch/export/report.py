@@ -61,9 +61,17 @@ class PartQuantization:
     @classmethod
     def from_part_report(cls, part: str, report) -> PartQuantization:
         """From ``recipes.PartReport`` (what ``recipes.quantize_part`` fills in)."""
-        return cls(part, report.recipe, report.group_size, report.linear_layers, report.quantized,
-                   report.weight_bytes_before, report.weight_bytes_after,
-                   tuple(SkippedLayer(name, why) for name, why in report.skipped.items()), tuple(report.not_covered))
+        return cls(
+            part,
+            report.recipe,
+            report.group_size,
+            report.linear_layers,
+            report.quantized,
+            report.weight_bytes_before,
+            report.weight_bytes_after,
+            tuple(SkippedLayer(name, why) for name, why in report.skipped.items()),
+            tuple(report.not_covered),
+        )
 
     @property
     def left_float(self) -> tuple[str, ...]:
@@ -71,10 +79,16 @@ class PartQuantization:
         return tuple(s.reason for s in self.skipped) + self.not_covered
 
     def as_json(self) -> dict:
-        return {"recipe": self.recipe, "group_size": self.group_size, "linear_layers": self.linear_layers,
-                "quantized": self.quantized, "weight_bytes_before": self.weight_bytes_before,
-                "weight_bytes_after": self.weight_bytes_after,
-                "skipped": {s.layer: s.reason for s in self.skipped}, "not_covered": list(self.not_covered)}
+        return {
+            "recipe": self.recipe,
+            "group_size": self.group_size,
+            "linear_layers": self.linear_layers,
+            "quantized": self.quantized,
+            "weight_bytes_before": self.weight_bytes_before,
+            "weight_bytes_after": self.weight_bytes_after,
+            "skipped": {s.layer: s.reason for s in self.skipped},
+            "not_covered": list(self.not_covered),
+        }
 
 
 @dataclass(frozen=True)
@@ -128,12 +142,18 @@ class EncoderRewrites:
         """From the rewrite's ``report`` dict; None when the rewrite did not run (empty dict)."""
         if not report:
             return None
-        return cls(report.get("positional_tables", 0), report.get("positional_table_mb", 0.0),
-                   report.get("positional_table_skipped"))
+        return cls(
+            report.get("positional_tables", 0),
+            report.get("positional_table_mb", 0.0),
+            report.get("positional_table_skipped"),
+        )
 
     def as_json(self) -> dict:
-        return {"positional_tables": self.positional_tables, "positional_table_mb": self.positional_table_mb,
-                "positional_table_skipped": self.positional_table_skipped}
+        return {
+            "positional_tables": self.positional_tables,
+            "positional_table_mb": self.positional_table_mb,
+            "positional_table_skipped": self.positional_table_skipped,
+        }
 
 
 @dataclass(frozen=True)
@@ -180,6 +200,9 @@ class ExportReport:
     def as_json(self) -> dict:
         """The content of ``export_report.json``: ``{"parts": {part: ...}, "encoder_rewrites": {...},
         "pte_bytes": int, "backend": str}``."""
-        return {"parts": self.quantization.as_json(),
-                "encoder_rewrites": {} if self.encoder_rewrites is None else self.encoder_rewrites.as_json(),
-                "pte_bytes": self.pte_bytes, "backend": self.backend}
+        return {
+            "parts": self.quantization.as_json(),
+            "encoder_rewrites": {} if self.encoder_rewrites is None else self.encoder_rewrites.as_json(),
+            "pte_bytes": self.pte_bytes,
+            "backend": self.backend,
+        }

@@ -53,15 +53,16 @@ import torch
 from .config import UIntxWeightOnlyConfig, check_linear_shape, lowbit_filter_fn
 from .ops import check_linear_args, linear_op, linear_op_name, register
 from .packing import SUPPORTED_BITWIDTHS, check_bitwidth, pack_lowbit, unpack_lowbit
-from .qparams import (GROUP_SIZES, choose_qparams, choose_qparams_hqq, choose_qparams_min_max, dequantize)
+from .qparams import GROUP_SIZES, choose_qparams, choose_qparams_hqq, choose_qparams_min_max, dequantize
 from .serialization import flatten_state_dict, unflatten_state_dict
 from .tensor import UIntxWeight, lowbit_linear
 
 register()
 
 
-def dequantize_packed(B: torch.Tensor, S: torch.Tensor, Z: torch.Tensor, bitwidth: int, group_size: int,
-                      dtype: torch.dtype | None = None) -> torch.Tensor:
+def dequantize_packed(
+    B: torch.Tensor, S: torch.Tensor, Z: torch.Tensor, bitwidth: int, group_size: int, dtype: torch.dtype | None = None
+) -> torch.Tensor:
     """Dequantize a packed weight: uint8 ``B [N, K*n/8]``, ``S``/``Z [N, K/g]`` → ``[N, K]`` in ``dtype``
     (default S's dtype).  Materializes the whole float weight (reference / baseline use)."""
     q = unpack_lowbit(B, bitwidth)
@@ -69,8 +70,25 @@ def dequantize_packed(B: torch.Tensor, S: torch.Tensor, Z: torch.Tensor, bitwidt
 
 
 __all__ = [
-    "GROUP_SIZES", "SUPPORTED_BITWIDTHS", "UIntxWeight", "UIntxWeightOnlyConfig", "check_bitwidth",
-    "check_linear_args", "check_linear_shape", "choose_qparams", "choose_qparams_hqq", "choose_qparams_min_max",
-    "dequantize", "dequantize_packed", "flatten_state_dict", "linear_op", "linear_op_name", "lowbit_filter_fn",
-    "lowbit_linear", "pack_lowbit", "register", "unflatten_state_dict", "unpack_lowbit",
+    "GROUP_SIZES",
+    "SUPPORTED_BITWIDTHS",
+    "UIntxWeight",
+    "UIntxWeightOnlyConfig",
+    "check_bitwidth",
+    "check_linear_args",
+    "check_linear_shape",
+    "choose_qparams",
+    "choose_qparams_hqq",
+    "choose_qparams_min_max",
+    "dequantize",
+    "dequantize_packed",
+    "flatten_state_dict",
+    "linear_op",
+    "linear_op_name",
+    "lowbit_filter_fn",
+    "lowbit_linear",
+    "pack_lowbit",
+    "register",
+    "unflatten_state_dict",
+    "unpack_lowbit",
 ]

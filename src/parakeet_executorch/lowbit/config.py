@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 from torchao.core.config import AOBaseConfig
@@ -14,8 +14,7 @@ from .qparams import GROUP_SIZES, normalize_algorithm
 from .tensor import UIntxWeight
 
 
-def check_linear_shape(name: str, weight_shape, group_size: int, bitwidth: int,
-                       multi_row: bool = True) -> str | None:
+def check_linear_shape(name: str, weight_shape, group_size: int, bitwidth: int, multi_row: bool = True) -> str | None:
     """Return why a linear layer cannot be quantized, or ``None`` if it can.
 
     Args:
@@ -72,11 +71,15 @@ class UIntxWeightOnlyConfig(AOBaseConfig):
 
     def __post_init__(self):
         if isinstance(self.bitwidth, bool) or self.bitwidth not in SUPPORTED_BITWIDTHS:
-            raise ValueError(f"UIntxWeightOnlyConfig: unsupported bitwidth {self.bitwidth!r}; "
-                             f"supported bit widths are {list(SUPPORTED_BITWIDTHS)}")
+            raise ValueError(
+                f"UIntxWeightOnlyConfig: unsupported bitwidth {self.bitwidth!r}; "
+                f"supported bit widths are {list(SUPPORTED_BITWIDTHS)}"
+            )
         if isinstance(self.group_size, bool) or self.group_size not in GROUP_SIZES:
-            raise ValueError(f"UIntxWeightOnlyConfig: unsupported group_size {self.group_size!r}; "
-                             f"supported group sizes are {list(GROUP_SIZES)}")
+            raise ValueError(
+                f"UIntxWeightOnlyConfig: unsupported group_size {self.group_size!r}; "
+                f"supported group sizes are {list(GROUP_SIZES)}"
+            )
         try:
             self.uintx_choose_qparams_algorithm = normalize_algorithm(self.uintx_choose_qparams_algorithm)
         except ValueError as exc:
@@ -93,18 +96,21 @@ def _uintx_weight_only_transform(module: torch.nn.Module, config: UIntxWeightOnl
         raise TypeError(f"UIntxWeightOnlyConfig applies to nn.Linear, got {type(module).__name__}")
     if isinstance(module.weight, UIntxWeight):
         raise ValueError(f"{_describe(module)} is already quantized")
-    reason = check_linear_shape(_describe(module), module.weight.shape, config.group_size, config.bitwidth,
-                                multi_row=config.check_metal_rows)
+    reason = check_linear_shape(
+        _describe(module), module.weight.shape, config.group_size, config.bitwidth, multi_row=config.check_metal_rows
+    )
     if reason:
         raise ValueError(f"cannot quantize {reason}")
-    qw = UIntxWeight.from_float(module.weight.detach(), config.bitwidth, config.group_size,
-                                config.uintx_choose_qparams_algorithm)
+    qw = UIntxWeight.from_float(
+        module.weight.detach(), config.bitwidth, config.group_size, config.uintx_choose_qparams_algorithm
+    )
     module.weight = torch.nn.Parameter(qw, requires_grad=False)
     return module
 
 
-def lowbit_filter_fn(config: UIntxWeightOnlyConfig, skipped: dict | None = None,
-                     multi_row: bool | None = None) -> Callable[[torch.nn.Module, str], bool]:
+def lowbit_filter_fn(
+    config: UIntxWeightOnlyConfig, skipped: dict | None = None, multi_row: bool | None = None
+) -> Callable[[torch.nn.Module, str], bool]:
     """A ``filter_fn`` for ``quantize_`` that selects the ``nn.Linear`` layers this config can take.
 
     Layers that break a shape rule are left in float and, when ``skipped`` is a dict, recorded
@@ -116,8 +122,9 @@ def lowbit_filter_fn(config: UIntxWeightOnlyConfig, skipped: dict | None = None,
     def _filter(module: torch.nn.Module, fqn: str) -> bool:
         if not isinstance(module, torch.nn.Linear) or isinstance(module.weight, UIntxWeight):
             return False
-        reason = check_linear_shape(fqn or "<root>", module.weight.shape, config.group_size, config.bitwidth,
-                                    multi_row=rows)
+        reason = check_linear_shape(
+            fqn or "<root>", module.weight.shape, config.group_size, config.bitwidth, multi_row=rows
+        )
         if reason is not None:
             if skipped is not None:
                 skipped[fqn] = reason

@@ -50,9 +50,11 @@ def executorch_cmake_dir() -> Path:
 
 def _cache_key() -> str:
     if not (source_dir() / "CMakeLists.txt").is_file():
-        raise RuntimeError(f"the kernel sources are missing from {source_dir()} (this installation did not ship "
-                           "parakeet_executorch/lowbit/csrc as package data); set PARAKEET_LOWBIT_KERNELS_LIB to a "
-                           "prebuilt library or install from a source checkout")
+        raise RuntimeError(
+            f"the kernel sources are missing from {source_dir()} (this installation did not ship "
+            "parakeet_executorch/lowbit/csrc as package data); set PARAKEET_LOWBIT_KERNELS_LIB to a "
+            "prebuilt library or install from a source checkout"
+        )
     h = hashlib.sha256()
     for f in sorted(source_dir().iterdir()):
         if f.is_file():
@@ -70,12 +72,18 @@ def _cache_key() -> str:
 def default_cache_dir() -> Path:
     """``$PARAKEET_CACHE_DIR`` or ``$XDG_CACHE_HOME/parakeet_executorch`` (``~/.cache/...``)."""
     base = os.environ.get("PARAKEET_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "parakeet_executorch")
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "parakeet_executorch"
+    )
     return Path(base) / "lowbit_kernels"
 
 
-def library_path(build: bool = True, cache_dir: str | os.PathLike | None = None, native: bool = True,
-                 verbose: bool = False, static: bool = False) -> Path:
+def library_path(
+    build: bool = True,
+    cache_dir: str | os.PathLike | None = None,
+    native: bool = True,
+    verbose: bool = False,
+    static: bool = False,
+) -> Path:
     """Path of the kernel shared library, building it with CMake if needed.
 
     Args:
@@ -106,14 +114,23 @@ def library_path(build: bool = True, cache_dir: str | os.PathLike | None = None,
         raise FileNotFoundError(f"kernel library not built at {target}; call library_path(build=True)")
     cmake = shutil.which("cmake")
     if cmake is None:
-        raise RuntimeError("building the low-bit ExecuTorch kernels needs cmake >= 3.28 (pip install cmake) "
-                           "and a C++17 compiler")
+        raise RuntimeError(
+            "building the low-bit ExecuTorch kernels needs cmake >= 3.28 (pip install cmake) and a C++17 compiler"
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         cmds = [
-            [cmake, "-S", str(source_dir()), "-B", tmp, "-DCMAKE_BUILD_TYPE=Release",
-             f"-DCMAKE_PREFIX_PATH={executorch_cmake_dir()}", f"-DPARAKEET_LOWBIT_NATIVE={'ON' if native else 'OFF'}",
-             f"-DPARAKEET_LOWBIT_STATIC={'ON' if static else 'OFF'}"],
+            [
+                cmake,
+                "-S",
+                str(source_dir()),
+                "-B",
+                tmp,
+                "-DCMAKE_BUILD_TYPE=Release",
+                f"-DCMAKE_PREFIX_PATH={executorch_cmake_dir()}",
+                f"-DPARAKEET_LOWBIT_NATIVE={'ON' if native else 'OFF'}",
+                f"-DPARAKEET_LOWBIT_STATIC={'ON' if static else 'OFF'}",
+            ],
             [cmake, "--build", tmp, "-j", str(max(1, os.cpu_count() or 1))],
         ]
         for cmd in cmds:
@@ -147,8 +164,10 @@ def load(path: str | os.PathLike | None = None) -> Path:
         _LOADED[key] = ctypes.CDLL(key, mode=ctypes.RTLD_GLOBAL)
     names = set(portable_lib._get_operator_names())
     if "torchao::_linear_fp_act_4bit_weight.out" not in names:
-        raise RuntimeError(f"loaded {p} but the ExecuTorch Python runtime does not see its kernels; this "
-                           "executorch build does not share its operator registry with libexecutorch.so")
+        raise RuntimeError(
+            f"loaded {p} but the ExecuTorch Python runtime does not see its kernels; this "
+            "executorch build does not share its operator registry with libexecutorch.so"
+        )
     return p
 
 

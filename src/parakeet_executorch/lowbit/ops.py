@@ -4,7 +4,8 @@ Schemas are torchao's::
 
     _pack_weight_{n}bit(Tensor W) -> Tensor
     _linear_fp_act_{n}bit_weight(Tensor A, Tensor B, int group_size, Tensor S, Tensor Z) -> Tensor
-    _linear_fp_act_{n}bit_weight.out(Tensor A, Tensor B, int group_size, Tensor S, Tensor Z, *, Tensor(a!) out) -> Tensor(a!)
+    _linear_fp_act_{n}bit_weight.out(Tensor A, Tensor B, int group_size, Tensor S, Tensor Z, *,
+                                     Tensor(a!) out) -> Tensor(a!)
 
 Where torchao's own MPS library is loadable (a Mac with a torchao source build), it is loaded
 first and its definitions and MPS kernels are used; this module then only adds the kernels
@@ -20,7 +21,7 @@ import os
 
 import torch
 
-from .packing import pack_lowbit, unit_layout, unpack_lowbit
+from .packing import pack_lowbit, unit_layout
 from .qparams import ACT_DTYPES, GROUP_SIZES
 
 log = logging.getLogger(__name__)
@@ -51,8 +52,9 @@ def linear_op(bitwidth: int):
     return getattr(torch.ops.torchao, linear_op_name(bitwidth))
 
 
-def check_linear_args(A: torch.Tensor, B: torch.Tensor, group_size: int, S: torch.Tensor,
-                      Z: torch.Tensor, bitwidth: int) -> tuple[int, int, int]:
+def check_linear_args(
+    A: torch.Tensor, B: torch.Tensor, group_size: int, S: torch.Tensor, Z: torch.Tensor, bitwidth: int
+) -> tuple[int, int, int]:
     """Validate operands of ``_linear_fp_act_{n}bit_weight``; return ``(M, K, N)``.
 
     Rules: A is 2-D ``[M, K]`` fp32/fp16/bf16; B uint8 ``[N, K*n/8]``; group_size in
@@ -77,8 +79,9 @@ def check_linear_args(A: torch.Tensor, B: torch.Tensor, group_size: int, S: torc
     if K % group_size != 0:
         raise ValueError(f"{name}: K = {K} must be a multiple of group_size = {group_size}")
     if B.shape[1] != K * bitwidth // 8:
-        raise ValueError(f"{name}: B must be [N, K*{bitwidth}/8] = [N, {K * bitwidth // 8}] for K = {K}, "
-                         f"got {tuple(B.shape)}")
+        raise ValueError(
+            f"{name}: B must be [N, K*{bitwidth}/8] = [N, {K * bitwidth // 8}] for K = {K}, got {tuple(B.shape)}"
+        )
     G = K // group_size
     for label, t in (("S", S), ("Z", Z)):
         if t.dim() != 2 or t.shape[0] != N or t.shape[1] != G:
@@ -142,8 +145,9 @@ def linear_reference_kernel(A, B, group_size, S, Z, bitwidth: int, out: torch.Te
     if out is None:
         out = torch.empty((M, N), dtype=A.dtype, device=A.device)
     elif tuple(out.shape) != (M, N) or out.dtype != A.dtype or out.device != A.device:
-        raise ValueError(f"out must be [{M}, {N}] {A.dtype} on {A.device}, got {tuple(out.shape)} {out.dtype} "
-                         f"on {out.device}")
+        raise ValueError(
+            f"out must be [{M}, {N}] {A.dtype} on {A.device}, got {tuple(out.shape)} {out.dtype} on {out.device}"
+        )
     if M == 0 or N == 0:
         return out
     cdt = _compute_dtype(A)
@@ -168,7 +172,7 @@ def linear_reference_kernel(A, B, group_size, S, Z, bitwidth: int, out: torch.Te
             acc = torch.mm(zc, asum.t())
             for slot, plane in _planes(B[n0:n1], bitwidth):
                 w = torch.mul(plane.view(nc, G, -1), sc).view(nc, kv)
-                acc.addmm_(w, a_slots[slot].t())
+                acc.addmm_(w, a_slots[slot].t())  # type: ignore[index]  # set whenever small
             out[:, n0:n1] = acc.t()
         else:
             # Write each plane's q into its K positions of a chunk buffer, scale it in one pass,
@@ -194,6 +198,7 @@ def _triton_kernels():
         if os.environ.get("PARAKEET_LOWBIT_CUDA_BACKEND", "").lower() != "torch":
             try:
                 from . import triton_kernels
+
                 _TRITON_KERNELS = triton_kernels
             except Exception as exc:  # no triton (CPU-only builds): PyTorch-level kernel
                 log.info("triton not available (%s); CUDA lowbit ops use the PyTorch-level kernel", exc)
@@ -215,8 +220,9 @@ def _cuda_kernel(A, B, group_size, S, Z, bitwidth: int, out=None):
         return linear_reference_kernel(A, B, group_size, S, Z, bitwidth, out=out)
     M, K, N = check_linear_args(A, B, group_size, S, Z, bitwidth)
     if out is not None and (tuple(out.shape) != (M, N) or out.dtype != A.dtype or out.device != A.device):
-        raise ValueError(f"out must be [{M}, {N}] {A.dtype} on {A.device}, got {tuple(out.shape)} "
-                         f"{out.dtype} on {out.device}")
+        raise ValueError(
+            f"out must be [{M}, {N}] {A.dtype} on {A.device}, got {tuple(out.shape)} {out.dtype} on {out.device}"
+        )
     if M <= SMALL_M:
         return tk.linear_4bit(A, B, group_size, S, Z, out=out)
     return tk.linear_4bit_large_m(A, B, group_size, S, Z, out=out)
@@ -272,6 +278,7 @@ def register() -> None:
     if _REGISTERED:
         return
     import torchao  # noqa: F401  (its library must be loaded before we decide what is missing)
+
     _try_load_torchao_mps()
     lib = torch.library.Library("torchao", "FRAGMENT")
     for n in OP_BITWIDTHS:
@@ -288,8 +295,9 @@ def _register_bitwidth(lib: torch.library.Library, n: int) -> None:
         lib.define(f"{lin}(Tensor A, Tensor B, int group_size, Tensor S, Tensor Z) -> Tensor")
     ours_out = not _has_op(lin, "out")
     if ours_out:
-        lib.define(f"{lin}.out(Tensor A, Tensor B, int group_size, Tensor S, Tensor Z, *, Tensor(a!) out) "
-                   "-> Tensor(a!)")
+        lib.define(
+            f"{lin}.out(Tensor A, Tensor B, int group_size, Tensor S, Tensor Z, *, Tensor(a!) out) -> Tensor(a!)"
+        )
     if not _has_op(pack):
         lib.define(f"{pack}(Tensor W) -> Tensor")
 
@@ -328,11 +336,18 @@ def _register_bitwidth(lib: torch.library.Library, n: int) -> None:
         return W.new_empty((W.shape[0], W.shape[1] * _n // 8), dtype=torch.uint8)
 
     for op, key, fn in (
-        (lin, "Meta", meta), (f"{lin}.out", "Meta", meta_out),
-        (lin, "CPU", functional), (f"{lin}.out", "CPU", out_variant),
-        (lin, "CUDA", cuda_functional), (f"{lin}.out", "CUDA", cuda_out),
-        (lin, "MPS", mps_functional), (f"{lin}.out", "MPS", mps_out),
-        (pack, "CPU", pack_fn), (pack, "CUDA", pack_fn), (pack, "MPS", pack_fn), (pack, "Meta", pack_meta),
+        (lin, "Meta", meta),
+        (f"{lin}.out", "Meta", meta_out),
+        (lin, "CPU", functional),
+        (f"{lin}.out", "CPU", out_variant),
+        (lin, "CUDA", cuda_functional),
+        (f"{lin}.out", "CUDA", cuda_out),
+        (lin, "MPS", mps_functional),
+        (f"{lin}.out", "MPS", mps_out),
+        (pack, "CPU", pack_fn),
+        (pack, "CUDA", pack_fn),
+        (pack, "MPS", pack_fn),
+        (pack, "Meta", pack_meta),
     ):
         if not _has_kernel(f"torchao::{op}", key):
             lib.impl(op, fn, key)

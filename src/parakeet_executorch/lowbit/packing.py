@@ -94,8 +94,9 @@ def _or_reduce(x: torch.Tensor) -> torch.Tensor:
     return x.to(torch.int16).sum(dim=-1).to(torch.uint8)
 
 
-def unpack_lowbit(packed: torch.Tensor, bitwidth: int, k: int | None = None,
-                  dtype: torch.dtype = torch.uint8) -> torch.Tensor:
+def unpack_lowbit(
+    packed: torch.Tensor, bitwidth: int, k: int | None = None, dtype: torch.dtype = torch.uint8
+) -> torch.Tensor:
     """Inverse of :func:`pack_lowbit`.
 
     Args:

@@ -26,6 +26,8 @@ def normalize_algorithm(algorithm) -> str:
     if algo not in ALGORITHMS:
         raise ValueError(f"unknown uintx_choose_qparams_algorithm {algorithm!r}: use one of {list(ALGORITHMS)}")
     return algo
+
+
 GROUP_SIZES = (32, 64, 128, 256)
 ACT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
@@ -52,8 +54,9 @@ def _grouped(weight: torch.Tensor, group_size: int, bitwidth: int, dtype: torch.
     return w.reshape(n, k // group_size, group_size)
 
 
-def _finish(wg: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor, bitwidth: int,
-            dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _finish(
+    wg: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor, bitwidth: int, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Store S, Z in ``dtype``, fix constant/degenerate groups, and quantize with the stored values."""
     qmax = (1 << bitwidth) - 1
     gmin = wg.amin(dim=-1)
@@ -73,8 +76,7 @@ def _finish(wg: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor, bitwidth:
     return q.to(torch.uint8).reshape(n, -1), s.contiguous(), z.contiguous()
 
 
-def choose_qparams_min_max(weight: torch.Tensor, bitwidth: int, group_size: int,
-                           dtype: torch.dtype = torch.float32):
+def choose_qparams_min_max(weight: torch.Tensor, bitwidth: int, group_size: int, dtype: torch.dtype = torch.float32):
     """Min-max asymmetric parameters: ``S = (max - min) / (2**n - 1)``, ``Z = min`` per group.
 
     Args:
@@ -125,8 +127,9 @@ def _hqq_best_zero(wg, inv_s, zero, qmax, iters, p, beta, kappa):
     for start in range(0, rows, step):
         block = slice(start, start + step)
         n = wg[block].shape[0]
-        best[block] = _hqq_block(wg[block], inv_s[block], zero[block], [b[:n] for b in buffers], qmax, iters, p,
-                                 beta, kappa)
+        best[block] = _hqq_block(
+            wg[block], inv_s[block], zero[block], [b[:n] for b in buffers], qmax, iters, p, beta, kappa
+        )
     return best
 
 
@@ -151,9 +154,16 @@ def _hqq_block(wg, inv_s, zero, buffers, qmax, iters, p, beta, kappa):
     return best_zero
 
 
-def choose_qparams_hqq(weight: torch.Tensor, bitwidth: int, group_size: int,
-                       dtype: torch.dtype = torch.float32, iters: int = 20, p: float = 0.7,
-                       beta: float = 10.0, kappa: float = 1.01):
+def choose_qparams_hqq(
+    weight: torch.Tensor,
+    bitwidth: int,
+    group_size: int,
+    dtype: torch.dtype = torch.float32,
+    iters: int = 20,
+    p: float = 0.7,
+    beta: float = 10.0,
+    kappa: float = 1.01,
+):
     """HQQ (half-quadratic) parameters: min-max scale, zero refined by an lp-norm proximal solver.
 
     The zero of each group is optimised to minimise ``||w - dequant(quant(w))||_p^p`` (p < 1,
@@ -185,9 +195,11 @@ def choose_qparams_hqq(weight: torch.Tensor, bitwidth: int, group_size: int,
     return _finish(wg, scale, (-best_zero / inv_s).squeeze(-1), bitwidth, dtype)
 
 
-def choose_qparams(weight: torch.Tensor, bitwidth: int, group_size: int, algorithm: str = "hqq",
-                   dtype: torch.dtype = torch.float32):
-    """Dispatch to :func:`choose_qparams_min_max` (``"min_max"``, alias ``"minmax"``) or :func:`choose_qparams_hqq` (``"hqq"``).
+def choose_qparams(
+    weight: torch.Tensor, bitwidth: int, group_size: int, algorithm: str = "hqq", dtype: torch.dtype = torch.float32
+):
+    """Dispatch to :func:`choose_qparams_min_max` (``"min_max"``, alias ``"minmax"``) or :func:`choose_qparams_hqq`
+    (``"hqq"``).
 
     Raises ``ValueError`` for an unknown algorithm name.
     """
@@ -197,8 +209,9 @@ def choose_qparams(weight: torch.Tensor, bitwidth: int, group_size: int, algorit
     return choose_qparams_hqq(weight, bitwidth, group_size, dtype)
 
 
-def dequantize(q: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor, group_size: int,
-               dtype: torch.dtype = torch.float64) -> torch.Tensor:
+def dequantize(
+    q: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor, group_size: int, dtype: torch.dtype = torch.float64
+) -> torch.Tensor:
     """Reference dequantization ``ŵ = q * S + Z`` per group, computed in ``dtype``.
 
     Args: q ``[N, K]`` (integers), scale and zero ``[N, K/group_size]``.

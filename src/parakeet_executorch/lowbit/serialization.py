@@ -50,5 +50,6 @@ def unflatten_state_dict(tensors: dict[str, torch.Tensor], metadata: dict[str, s
             parts = [out.pop(f"{key}.{p}") for p in ("packed", "scale", "zero")]
         except KeyError as exc:
             raise ValueError(f"quantized weight {key!r}: missing part {exc.args[0]!r}") from None
-        out[key] = UIntxWeight(*parts, m["bitwidth"], m["group_size"], tuple(m["shape"]))
+        packed, scale, zero = parts
+        out[key] = UIntxWeight(packed, scale, zero, m["bitwidth"], m["group_size"], tuple(m["shape"]))
     return out

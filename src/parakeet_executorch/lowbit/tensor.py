@@ -37,24 +37,35 @@ class UIntxWeight(torch.Tensor):
     @staticmethod
     def __new__(cls, packed, scale, zero, bitwidth, group_size, shape):
         return torch.Tensor._make_wrapper_subclass(
-            cls, torch.Size(shape), dtype=scale.dtype, device=packed.device, requires_grad=False)
+            cls, torch.Size(shape), dtype=scale.dtype, device=packed.device, requires_grad=False
+        )
 
     def __init__(self, packed, scale, zero, bitwidth, group_size, shape):
         check_bitwidth(bitwidth)
         check_group_size(group_size)
         n, k = (int(x) for x in shape)
         if tuple(packed.shape) != (n, k * bitwidth // 8) or packed.dtype != torch.uint8:
-            raise ValueError(f"packed must be uint8 [{n}, {k * bitwidth // 8}], got {packed.dtype} {tuple(packed.shape)}")
+            raise ValueError(
+                f"packed must be uint8 [{n}, {k * bitwidth // 8}], got {packed.dtype} {tuple(packed.shape)}"
+            )
         for label, t in (("scale", scale), ("zero", zero)):
             if tuple(t.shape) != (n, k // group_size) or t.dtype != scale.dtype:
-                raise ValueError(f"{label} must be {scale.dtype} [{n}, {k // group_size}], got {t.dtype} {tuple(t.shape)}")
+                raise ValueError(
+                    f"{label} must be {scale.dtype} [{n}, {k // group_size}], got {t.dtype} {tuple(t.shape)}"
+                )
         self.packed, self.scale, self.zero = packed, scale, zero
         self.bitwidth, self.group_size = int(bitwidth), int(group_size)
 
     # -- construction ---------------------------------------------------------------------
     @classmethod
-    def from_float(cls, weight: torch.Tensor, bitwidth: int = 4, group_size: int = 32,
-                   algorithm: str = "hqq", dtype: torch.dtype | None = None) -> "UIntxWeight":
+    def from_float(
+        cls,
+        weight: torch.Tensor,
+        bitwidth: int = 4,
+        group_size: int = 32,
+        algorithm: str = "hqq",
+        dtype: torch.dtype | None = None,
+    ) -> UIntxWeight:
         """Quantize a float ``[N, K]`` weight.
 
         Args:
@@ -81,8 +92,10 @@ class UIntxWeight(torch.Tensor):
         return dequantize(q, self.scale, self.zero, self.group_size, dtype or self.dtype)
 
     def __repr__(self):
-        return (f"UIntxWeight(shape={tuple(self.shape)}, bitwidth={self.bitwidth}, group_size={self.group_size}, "
-                f"dtype={self.dtype}, device={self.device})")
+        return (
+            f"UIntxWeight(shape={tuple(self.shape)}, bitwidth={self.bitwidth}, group_size={self.group_size}, "
+            f"dtype={self.dtype}, device={self.device})"
+        )
 
     # -- subclass protocol ----------------------------------------------------------------
     def __tensor_flatten__(self):
@@ -93,9 +106,10 @@ class UIntxWeight(torch.Tensor):
         bitwidth, group_size, shape = meta
         return cls(inner["packed"], inner["scale"], inner["zero"], bitwidth, group_size, shape)
 
-    def _apply_inner(self, fn) -> "UIntxWeight":
-        return UIntxWeight(fn(self.packed), fn(self.scale), fn(self.zero), self.bitwidth, self.group_size,
-                           tuple(self.shape))
+    def _apply_inner(self, fn) -> UIntxWeight:
+        return UIntxWeight(
+            fn(self.packed), fn(self.scale), fn(self.zero), self.bitwidth, self.group_size, tuple(self.shape)
+        )
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
@@ -125,18 +139,24 @@ class UIntxWeight(torch.Tensor):
                 self.packed.to(device=device) if device is not None else self.packed.clone(),
                 self.scale.to(device=device, dtype=dtype),
                 self.zero.to(device=device, dtype=dtype),
-                self.bitwidth, self.group_size, tuple(self.shape))
+                self.bitwidth,
+                self.group_size,
+                tuple(self.shape),
+            )
             return out
         if func is aten.copy_.default:
             src = args[1]
             if not isinstance(src, UIntxWeight):
-                raise TypeError("can only copy a UIntxWeight into a UIntxWeight (load a state_dict saved from a "
-                                f"model quantized the same way); got {type(src).__name__}")
+                raise TypeError(
+                    "can only copy a UIntxWeight into a UIntxWeight (load a state_dict saved from a "
+                    f"model quantized the same way); got {type(src).__name__}"
+                )
             if (src.bitwidth, src.group_size, tuple(src.shape)) != (self.bitwidth, self.group_size, tuple(self.shape)):
                 raise ValueError(
                     f"UIntxWeight mismatch: destination has bitwidth={self.bitwidth}, group_size={self.group_size}, "
                     f"shape={tuple(self.shape)}; source has bitwidth={src.bitwidth}, group_size={src.group_size}, "
-                    f"shape={tuple(src.shape)}")
+                    f"shape={tuple(src.shape)}"
+                )
             self.packed.copy_(src.packed)
             self.scale.copy_(src.scale)
             self.zero.copy_(src.zero)
@@ -145,7 +165,8 @@ class UIntxWeight(torch.Tensor):
             return False
         raise NotImplementedError(
             f"UIntxWeight does not support {func}; only F.linear, .to(device/dtype), detach, clone and copy_ "
-            "are implemented (call .dequantize() for a plain tensor)")
+            "are implemented (call .dequantize() for a plain tensor)"
+        )
 
 
 def lowbit_linear(x: torch.Tensor, weight: UIntxWeight, bias: torch.Tensor | None = None) -> torch.Tensor:
@@ -163,8 +184,10 @@ def lowbit_linear(x: torch.Tensor, weight: UIntxWeight, bias: torch.Tensor | Non
     if x.shape[-1] != k:
         raise ValueError(f"linear: input has {x.shape[-1]} features but the quantized weight expects K = {k}")
     if x.dtype != weight.dtype:
-        raise ValueError(f"linear: input dtype {x.dtype} differs from the quantized weight's activation dtype "
-                         f"{weight.dtype}; convert the model with .to({x.dtype}) or the input")
+        raise ValueError(
+            f"linear: input dtype {x.dtype} differs from the quantized weight's activation dtype "
+            f"{weight.dtype}; convert the model with .to({x.dtype}) or the input"
+        )
     lead = x.shape[:-1]
     x2 = x.reshape(-1, k).contiguous()
     y = ops.linear_op(weight.bitwidth)(x2, weight.packed, weight.group_size, weight.scale, weight.zero)

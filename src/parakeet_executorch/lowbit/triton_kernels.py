@@ -37,11 +37,26 @@ _PROGRAMS_PER_SM = 2
 
 @triton.jit
 def _linear_4bit_gemv_kernel(
-    A, B, S, Z, P,
-    M, N, K, G,
-    stride_am, stride_ak, stride_bn, stride_sn, stride_zn, stride_ps, stride_pm,
+    A,
+    B,
+    S,
+    Z,
+    P,
+    M,
+    N,
+    K,
+    G,
+    stride_am,
+    stride_ak,
+    stride_bn,
+    stride_sn,
+    stride_zn,
+    stride_ps,
+    stride_pm,
     k_per_split,
-    GROUP: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
 ):
     pid_n = tl.program_id(0)
     pid_k = tl.program_id(1)
@@ -89,10 +104,20 @@ def _linear_4bit_gemv_kernel(
 
 @triton.jit
 def _dequant_4bit_kernel(
-    B, S, Z, W,
-    N, K, G,
-    stride_bn, stride_sn, stride_zn, stride_wn,
-    GROUP: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    B,
+    S,
+    Z,
+    W,
+    N,
+    K,
+    G,
+    stride_bn,
+    stride_sn,
+    stride_zn,
+    stride_wn,
+    GROUP: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
 ):
     """``W[n, k] = q[n, k] * S[n, k // GROUP] + Z[n, k // GROUP]`` in W's dtype (for large M)."""
     pid_n = tl.program_id(0)
@@ -111,8 +136,9 @@ def _dequant_4bit_kernel(
     tl.store(W + rows * stride_wn + offs_k[None, :], w, mask=mask)
 
 
-def dequantize_4bit(B: torch.Tensor, S: torch.Tensor, Z: torch.Tensor, group_size: int,
-                    dtype: torch.dtype) -> torch.Tensor:
+def dequantize_4bit(
+    B: torch.Tensor, S: torch.Tensor, Z: torch.Tensor, group_size: int, dtype: torch.dtype
+) -> torch.Tensor:
     """The whole dequantized weight ``[N, K]`` in ``dtype`` from 4-bit ``B [N, K/2]`` (one kernel)."""
     N, K = B.shape[0], B.shape[1] * 2
     W = torch.empty((N, K), dtype=dtype, device=B.device)
@@ -123,13 +149,29 @@ def dequantize_4bit(B: torch.Tensor, S: torch.Tensor, Z: torch.Tensor, group_siz
     B = B if B.stride(1) == 1 else B.contiguous()
     bn, bk = 16, 256
     grid = (triton.cdiv(N, bn), triton.cdiv(K, bk))
-    _dequant_4bit_kernel[grid](B, S, Z, W, N, K, K // group_size, B.stride(0), S.stride(0), Z.stride(0), W.stride(0),
-                               GROUP=group_size, BLOCK_N=bn, BLOCK_K=bk, num_warps=4)
+    _dequant_4bit_kernel[grid](
+        B,
+        S,
+        Z,
+        W,
+        N,
+        K,
+        K // group_size,
+        B.stride(0),
+        S.stride(0),
+        Z.stride(0),
+        W.stride(0),
+        GROUP=group_size,
+        BLOCK_N=bn,
+        BLOCK_K=bk,
+        num_warps=4,
+    )
     return W
 
 
-def linear_4bit_large_m(A: torch.Tensor, B: torch.Tensor, group_size: int, S: torch.Tensor, Z: torch.Tensor,
-                        out: torch.Tensor | None = None) -> torch.Tensor:
+def linear_4bit_large_m(
+    A: torch.Tensor, B: torch.Tensor, group_size: int, S: torch.Tensor, Z: torch.Tensor, out: torch.Tensor | None = None
+) -> torch.Tensor:
     """Large-M path: dequantize the weight with one Triton kernel, then one cuBLAS GEMM.
 
     The dequantized weight (``N x K`` in A's dtype) lives only for the call; at large M the GEMM
@@ -143,7 +185,7 @@ def linear_4bit_large_m(A: torch.Tensor, B: torch.Tensor, group_size: int, S: to
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _sm_count(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
 
@@ -152,8 +194,15 @@ def _num_sms(device: torch.device) -> int:
     return _sm_count(device.index if device.index is not None else torch.cuda.current_device())
 
 
-def linear_4bit(A: torch.Tensor, B: torch.Tensor, group_size: int, S: torch.Tensor, Z: torch.Tensor,
-                out: torch.Tensor | None = None, split_k: int | None = None) -> torch.Tensor:
+def linear_4bit(
+    A: torch.Tensor,
+    B: torch.Tensor,
+    group_size: int,
+    S: torch.Tensor,
+    Z: torch.Tensor,
+    out: torch.Tensor | None = None,
+    split_k: int | None = None,
+) -> torch.Tensor:
     """``A @ ŵᵀ`` for 4-bit torchao-packed ``B [N, K/2]`` with group scales/offsets ``S, Z [N, K/g]``.
 
     Operands must already be validated (``ops.check_linear_args``) and on one CUDA device.
@@ -188,11 +237,26 @@ def linear_4bit(A: torch.Tensor, B: torch.Tensor, group_size: int, S: torch.Tens
         stride_ps, stride_pm = P.stride(0), P.stride(1)
     grid = (n_blocks, split_k, M)
     _linear_4bit_gemv_kernel[grid](
-        A, B, S, Z, P,
-        M, N, K, G,
-        A.stride(0), A.stride(1), B.stride(0), S.stride(0), Z.stride(0), stride_ps, stride_pm,
+        A,
+        B,
+        S,
+        Z,
+        P,
+        M,
+        N,
+        K,
+        G,
+        A.stride(0),
+        A.stride(1),
+        B.stride(0),
+        S.stride(0),
+        Z.stride(0),
+        stride_ps,
+        stride_pm,
         k_per_split,
-        GROUP=group_size, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
+        GROUP=group_size,
+        BLOCK_N=BLOCK_N,
+        BLOCK_K=BLOCK_K,
         num_warps=4,
     )
     if not direct:

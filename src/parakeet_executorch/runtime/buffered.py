@@ -49,24 +49,30 @@ class ContextSize:
         return self.left + self.chunk + self.right
 
     @classmethod
-    def from_seconds(cls, left: float, chunk: float, right: float, window_stride: float,
-                     subsampling_factor: int) -> "ContextSize":
+    def from_seconds(
+        cls, left: float, chunk: float, right: float, window_stride: float, subsampling_factor: int
+    ) -> ContextSize:
         """Round seconds down to whole encoder frames as NeMo's script does:
         ``int(seconds * (1 / window_stride) / subsampling_factor)``.
 
         Raises:
             ContextError: a negative size, or a chunk shorter than one encoder frame.
         """
-        for name, value in (("--left-context-seconds", left), ("--chunk-seconds", chunk),
-                            ("--right-context-seconds", right)):
+        for name, value in (
+            ("--left-context-seconds", left),
+            ("--chunk-seconds", chunk),
+            ("--right-context-seconds", right),
+        ):
             if not np.isfinite(value) or value < 0:
                 raise ContextError(f"{name} must be a non-negative number of seconds, got {value}")
         features_per_second = 1.0 / window_stride
         frames = [int(s * features_per_second / subsampling_factor) for s in (left, chunk, right)]
         frame_seconds = window_stride * subsampling_factor
         if frames[1] < 1:
-            raise ContextError(f"--chunk-seconds {chunk} is shorter than one encoder frame ({frame_seconds:.2f} s); "
-                               f"pass at least {frame_seconds:.2f}")
+            raise ContextError(
+                f"--chunk-seconds {chunk} is shorter than one encoder frame ({frame_seconds:.2f} s); "
+                f"pass at least {frame_seconds:.2f}"
+            )
         return cls(*frames)
 
 
@@ -98,8 +104,9 @@ class BufferedDecoder:
         ContextError: the window (left + chunk + right) is longer than the .pte's supported audio length.
     """
 
-    def __init__(self, transcriber: Transcriber, context: ContextSize, decode_partial_frame: bool = True,
-                 partial: bool = False):
+    def __init__(
+        self, transcriber: Transcriber, context: ContextSize, decode_partial_frame: bool = True, partial: bool = False
+    ):
         meta = transcriber.model.metadata
         self.transcriber = transcriber
         self.context = context
@@ -109,7 +116,8 @@ class BufferedDecoder:
             raise ContextError(
                 f"a window of {self.window_samples / meta.sample_rate:.2f} s (left + chunk + right context) is longer "
                 f"than this model.pte's {meta.max_audio_samples / meta.sample_rate:.2f} s; use smaller context "
-                "sizes or re-export with a larger --max-audio-seconds")
+                "sizes or re-export with a larger --max-audio-seconds"
+            )
         self.decode_partial_frame = decode_partial_frame
         self.partial = partial
         self.timings = {"preprocess": 0.0, "encode": 0.0, "decode": 0.0}
@@ -159,7 +167,7 @@ class BufferedDecoder:
     def _decode_window(self, end: int, last: bool, update: StreamUpdate) -> None:
         fs = self.frame_samples
         start = max(0, end - self.window_samples)
-        window = self._buffer[start - self._buffer_start:end - self._buffer_start]
+        window = self._buffer[start - self._buffer_start : end - self._buffer_start]
         chunk_start = self._chunk_start
         chunk_end = end if last else end - self.context.right * fs
         left_frames = (chunk_start - start) // fs
@@ -187,12 +195,13 @@ class BufferedDecoder:
         # Every later window ends after this one, so none starts before this window's start.
         keep_from = max(self._buffer_start, start)
         if not last and keep_from > self._buffer_start:
-            self._buffer = self._buffer[keep_from - self._buffer_start:].copy()
+            self._buffer = self._buffer[keep_from - self._buffer_start :].copy()
             self._buffer_start = keep_from
 
 
-def transcribe_buffered(transcriber: Transcriber, blocks, context: ContextSize, decode_partial_frame: bool = True,
-                        on_update=None) -> Transcript:
+def transcribe_buffered(
+    transcriber: Transcriber, blocks, context: ContextSize, decode_partial_frame: bool = True, on_update=None
+) -> Transcript:
     """Transcribe a waveform given as an iterable of float32 mono blocks (model rate) with buffered decoding.
 
     Args:

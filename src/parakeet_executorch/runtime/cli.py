@@ -14,9 +14,9 @@ import argparse
 import sys
 import time
 import warnings
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from ..library_log import VERBOSE_HELP, quiet_cli
 from .formats import LEVELS
@@ -26,30 +26,54 @@ PROG = "parakeet-transcribe"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG,
-                                description="Transcribe audio with a Parakeet TDT .pte exported by parakeet-export.")
+    p = argparse.ArgumentParser(
+        prog=PROG, description="Transcribe audio with a Parakeet TDT .pte exported by parakeet-export."
+    )
     p.add_argument("audio", nargs="*", help="audio files (WAV, FLAC, OGG, MP3; any rate, channel count and length)")
     p.add_argument("--model", required=True, help="model.pte written by parakeet-export")
     p.add_argument("--tokenizer", help="tokenizer.model (default: the one next to --model)")
-    p.add_argument("--format", choices=("txt", "json", "jsonl", "srt", "vtt"), default="txt",
-                   help="jsonl: one JSON object per file, or per decoded chunk with --stream/--mic")
-    p.add_argument("--timestamps", choices=tuple(LEVELS), default=None,
-                   help="timestamp levels for txt/json (default: none for txt, all for json)")
-    p.add_argument("--zero-non-finite", action="store_true",
-                   help="replace NaN/Inf samples by silence (with a warning) instead of refusing the file")
-    p.add_argument("--ignore-tokenizer-fingerprint", action="store_true",
-                   help="accept a tokenizer other than the one the .pte was exported with (its size must still "
-                        "match)")
+    p.add_argument(
+        "--format",
+        choices=("txt", "json", "jsonl", "srt", "vtt"),
+        default="txt",
+        help="jsonl: one JSON object per file, or per decoded chunk with --stream/--mic",
+    )
+    p.add_argument(
+        "--timestamps",
+        choices=tuple(LEVELS),
+        default=None,
+        help="timestamp levels for txt/json (default: none for txt, all for json)",
+    )
+    p.add_argument(
+        "--zero-non-finite",
+        action="store_true",
+        help="replace NaN/Inf samples by silence (with a warning) instead of refusing the file",
+    )
+    p.add_argument(
+        "--ignore-tokenizer-fingerprint",
+        action="store_true",
+        help="accept a tokenizer other than the one the .pte was exported with (its size must still match)",
+    )
     g = p.add_argument_group("long audio (buffered left | chunk | right decoding)")
-    g.add_argument("--chunk-seconds", type=float, default=None,
-                   help=f"audio decoded per window (default {FILE_CONTEXT[1]:g}; live {LIVE_CONTEXT[1]:g}); "
-                        "0 = one pass, refusing audio past the .pte's bound")
-    g.add_argument("--left-context-seconds", type=float, default=None,
-                   help=f"audio before the chunk the encoder sees (default {FILE_CONTEXT[0]:g}; live "
-                        f"{LIVE_CONTEXT[0]:g})")
-    g.add_argument("--right-context-seconds", type=float, default=None,
-                   help=f"audio after the chunk the encoder sees (default {FILE_CONTEXT[2]:g}; live "
-                        f"{LIVE_CONTEXT[2]:g})")
+    g.add_argument(
+        "--chunk-seconds",
+        type=float,
+        default=None,
+        help=f"audio decoded per window (default {FILE_CONTEXT[1]:g}; live {LIVE_CONTEXT[1]:g}); "
+        "0 = one pass, refusing audio past the .pte's bound",
+    )
+    g.add_argument(
+        "--left-context-seconds",
+        type=float,
+        default=None,
+        help=f"audio before the chunk the encoder sees (default {FILE_CONTEXT[0]:g}; live {LIVE_CONTEXT[0]:g})",
+    )
+    g.add_argument(
+        "--right-context-seconds",
+        type=float,
+        default=None,
+        help=f"audio after the chunk the encoder sees (default {FILE_CONTEXT[2]:g}; live {LIVE_CONTEXT[2]:g})",
+    )
     g.add_argument("--quiet", action="store_true", help="no progress bar or per-file timings on stderr")
     p.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     s = p.add_argument_group("live audio")
@@ -57,8 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--stream-rate", type=int, default=16000, help="sample rate of --stream / --mic (Hz)")
     s.add_argument("--stream-channels", type=int, default=1, help="channels of --stream / --mic")
     s.add_argument("--mic", action="store_true", help="record from the default input device (needs sounddevice)")
-    s.add_argument("--partial", action="store_true",
-                   help="also show a draft of the right context (stderr for txt, 'draft' key for jsonl)")
+    s.add_argument(
+        "--partial",
+        action="store_true",
+        help="also show a draft of the right context (stderr for txt, 'draft' key for jsonl)",
+    )
     return p
 
 
@@ -68,7 +95,8 @@ def resolve_context(args, live: bool) -> LongFormOptions:
     return LongFormOptions(
         left if args.left_context_seconds is None else args.left_context_seconds,
         chunk if args.chunk_seconds is None else args.chunk_seconds,
-        right if args.right_context_seconds is None else args.right_context_seconds)
+        right if args.right_context_seconds is None else args.right_context_seconds,
+    )
 
 
 @contextmanager
@@ -105,8 +133,16 @@ def _naming(path, exc: Exception) -> str:
     return text if str(path) in text else f"{path}: {text}"
 
 
-def transcribe_files(transcriber, paths, options: LongFormOptions | None = None, *, quiet: bool = False,
-                     keep_going: bool = False, non_finite: str = "error", prog: str = PROG) -> list:
+def transcribe_files(
+    transcriber,
+    paths,
+    options: LongFormOptions | None = None,
+    *,
+    quiet: bool = False,
+    keep_going: bool = False,
+    non_finite: str = "error",
+    prog: str = PROG,
+) -> list:
     """Transcribe each file with ``transcriber`` (a ``Transcriber``), printing per-file stage timings and RTFx to
     stderr (unless ``quiet``).
 
@@ -145,8 +181,11 @@ def transcribe_files(transcriber, paths, options: LongFormOptions | None = None,
             windows = transcript.timings.get("windows")
             how = f"; {windows} windows" if windows else ""
             rtfx = transcript.audio_seconds / wall if wall > 0 else float("inf")
-            print(f"{path}: {transcript.audio_seconds:.2f} s of audio{how}; {stages}; wall: {wall:.3f} s; "
-                  f"RTFx {rtfx:.1f}", file=sys.stderr)
+            print(
+                f"{path}: {transcript.audio_seconds:.2f} s of audio{how}; {stages}; wall: {wall:.3f} s; "
+                f"RTFx {rtfx:.1f}",
+                file=sys.stderr,
+            )
         results.append((path, transcript))
     return results
 
@@ -202,8 +241,9 @@ def main(argv: list[str] | None = None) -> int:
     timestamps = args.timestamps or ("all" if args.format in ("json", "jsonl") else "none")
     non_finite = "zero" if args.zero_non_finite else "error"
     try:
-        transcriber = load_transcriber(args.model, args.tokenizer,
-                                       check_fingerprint=not args.ignore_tokenizer_fingerprint)
+        transcriber = load_transcriber(
+            args.model, args.tokenizer, check_fingerprint=not args.ignore_tokenizer_fingerprint
+        )
         if live:
             from .live import run_live
 
@@ -215,8 +255,9 @@ def main(argv: list[str] | None = None) -> int:
     except (AudioError, TokenizerError, PteModelError) as exc:
         print(f"{PROG}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
-    results = transcribe_files(transcriber, args.audio, options, quiet=args.quiet, keep_going=True,
-                               non_finite=non_finite)
+    results = transcribe_files(
+        transcriber, args.audio, options, quiet=args.quiet, keep_going=True, non_finite=non_finite
+    )
     failed = sum(isinstance(t, Failure) for _, t in results)
     if failed < len(results):  # nothing on stdout when no file could be transcribed
         print(render(results, args.format, timestamps))

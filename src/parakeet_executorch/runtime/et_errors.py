@@ -19,21 +19,26 @@ ERROR_CODES: dict[int, tuple[str, str]] = {
     0x11: ("NotImplemented", "an operation this runtime does not implement"),
     0x12: ("InvalidArgument", "an invalid argument (for a method call, an input of the wrong shape, dtype or count)"),
     0x13: ("InvalidType", "a value of the wrong type"),
-    0x14: ("OperatorMissing", "an operator the program uses is not registered (the runtime lacks its kernel "
-                              "library)"),
+    0x14: ("OperatorMissing", "an operator the program uses is not registered (the runtime lacks its kernel library)"),
     0x15: ("RegistrationExceedingMaxKernels", "more kernels registered than the runtime has room for"),
     0x16: ("RegistrationAlreadyRegistered", "a kernel registered twice"),
-    0x20: ("NotFound", "a method, backend or data entry the program names is missing (e.g. a delegate backend "
-                       "this runtime was built without)"),
+    0x20: (
+        "NotFound",
+        "a method, backend or data entry the program names is missing (e.g. a delegate backend "
+        "this runtime was built without)",
+    ),
     0x21: ("MemoryAllocationFailed", "out of memory"),
     0x22: ("AccessFailed", "the file or its data could not be read"),
-    0x23: ("InvalidProgram", "invalid program contents (a truncated or corrupt .pte, or one written by an "
-                             "incompatible ExecuTorch version)"),
-    0x24: ("InvalidExternalData", "invalid external weights (a .ptd that is damaged or belongs to another "
-                                  "program)"),
+    0x23: (
+        "InvalidProgram",
+        "invalid program contents (a truncated or corrupt .pte, or one written by an incompatible ExecuTorch version)",
+    ),
+    0x24: ("InvalidExternalData", "invalid external weights (a .ptd that is damaged or belongs to another program)"),
     0x25: ("OutOfResources", "not enough resources for the operation"),
-    0x30: ("DelegateInvalidCompatibility", "a delegate payload made for another version of its backend "
-                                           "(re-export with this ExecuTorch version)"),
+    0x30: (
+        "DelegateInvalidCompatibility",
+        "a delegate payload made for another version of its backend (re-export with this ExecuTorch version)",
+    ),
     0x31: ("DelegateMemoryAllocationFailed", "a delegate backend ran out of memory"),
     0x32: ("DelegateInvalidHandle", "an invalid delegate handle"),
 }

@@ -7,8 +7,13 @@ from dataclasses import dataclass
 
 from .transcribe import Transcript
 
-LEVELS = {"none": (), "token": ("tokens",), "word": ("words",), "segment": ("segments",),
-          "all": ("tokens", "words", "segments")}
+LEVELS = {
+    "none": (),
+    "token": ("tokens",),
+    "word": ("words",),
+    "segment": ("segments",),
+    "all": ("tokens", "words", "segments"),
+}
 
 
 @dataclass(frozen=True)
@@ -47,15 +52,20 @@ def render(transcripts: list[tuple[str, Transcript | Failure]], fmt: str, timest
     levels = LEVELS[timestamps]
     several = len(transcripts) > 1
     if fmt == "jsonl":
-        return "\n".join(json.dumps({"audio": name, **({"error": t.error} if isinstance(t, Failure)
-                                                        else t.as_dict(levels))}, ensure_ascii=False)
-                         for name, t in transcripts)
+        return "\n".join(
+            json.dumps(
+                {"audio": name, **({"error": t.error} if isinstance(t, Failure) else t.as_dict(levels))},
+                ensure_ascii=False,
+            )
+            for name, t in transcripts
+        )
     if fmt == "json":
         objs = [{"error": t.error} if isinstance(t, Failure) else t.as_dict(levels) for _, t in transcripts]
         if not several:
             return json.dumps(objs[0], ensure_ascii=False, indent=2)
-        return json.dumps([{"audio": name, **o} for (name, _), o in zip(transcripts, objs)],
-                          ensure_ascii=False, indent=2)
+        return json.dumps(
+            [{"audio": name, **o} for (name, _), o in zip(transcripts, objs)], ensure_ascii=False, indent=2
+        )
     done = [(name, t) for name, t in transcripts if not isinstance(t, Failure)]
     if fmt in ("srt", "vtt"):
         blocks = []

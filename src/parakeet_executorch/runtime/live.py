@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import queue
 import sys
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -52,11 +52,16 @@ class _Printer:
     def show(self, result: StreamResult, last: bool = False) -> None:
         if self.fmt == "jsonl":
             if result.tokens or result.final_until > self.start or last:
-                obj = {"start": round(self.start, 3), "end": round(result.final_until, 3), "text": result.text,
-                       "final": True}
+                obj = {
+                    "start": round(self.start, 3),
+                    "end": round(result.final_until, 3),
+                    "text": result.text,
+                    "final": True,
+                }
                 if self.timestamps in ("token", "all"):
-                    obj["tokens"] = [{"id": s.id, "text": s.text, "start": s.start, "end": s.end}
-                                     for s in result.tokens]
+                    obj["tokens"] = [
+                        {"id": s.id, "text": s.text, "start": s.start, "end": s.end} for s in result.tokens
+                    ]
                 if self.partial:
                     obj["draft"] = result.draft_text
                 print(json.dumps(obj, ensure_ascii=False), flush=True)
@@ -74,8 +79,9 @@ class _Printer:
             sys.stderr.flush()
 
 
-def microphone_blocks(device_rate: int, channels: int, sample_rate: int, block_seconds: float = 0.1
-                      ) -> Iterator[np.ndarray]:
+def microphone_blocks(
+    device_rate: int, channels: int, sample_rate: int, block_seconds: float = 0.1
+) -> Iterator[np.ndarray]:
     """Record float32 blocks from the default input device with sounddevice (PortAudio), as mono at
     ``sample_rate``. Runs until interrupted (Ctrl-C).
 
@@ -85,8 +91,10 @@ def microphone_blocks(device_rate: int, channels: int, sample_rate: int, block_s
     try:
         import sounddevice as sd
     except (ImportError, OSError) as exc:
-        raise AudioError(f"--mic needs the sounddevice package and PortAudio ({exc}): pip install sounddevice; "
-                         "apt install libportaudio2 (Debian/Ubuntu) or brew install portaudio (macOS)") from exc
+        raise AudioError(
+            f"--mic needs the sounddevice package and PortAudio ({exc}): pip install sounddevice; "
+            "apt install libportaudio2 (Debian/Ubuntu) or brew install portaudio (macOS)"
+        ) from exc
     from ..audio import to_mono
     from ..audio_stream import StreamResampler
 
@@ -97,8 +105,13 @@ def microphone_blocks(device_rate: int, channels: int, sample_rate: int, block_s
         blocks.put(indata.copy())
 
     try:
-        with sd.InputStream(samplerate=device_rate, channels=channels, dtype="float32",
-                            blocksize=int(device_rate * block_seconds), callback=callback):
+        with sd.InputStream(
+            samplerate=device_rate,
+            channels=channels,
+            dtype="float32",
+            blocksize=int(device_rate * block_seconds),
+            callback=callback,
+        ):
             print("recording from the default input device; Ctrl-C to stop", file=sys.stderr)
             while True:
                 yield resample(to_mono(blocks.get()), last=False)

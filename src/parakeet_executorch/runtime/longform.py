@@ -32,14 +32,20 @@ def context_frames(transcriber, options: LongFormOptions):
     from .buffered import BufferedDecoder, ContextSize
 
     meta = transcriber.model.metadata
-    context = ContextSize.from_seconds(options.left_context_seconds, options.chunk_seconds,
-                                       options.right_context_seconds, meta.window_stride, meta.subsampling_factor)
+    context = ContextSize.from_seconds(
+        options.left_context_seconds,
+        options.chunk_seconds,
+        options.right_context_seconds,
+        meta.window_stride,
+        meta.subsampling_factor,
+    )
     BufferedDecoder(transcriber, context)  # checks the window against the .pte's bound
     return context
 
 
-def transcribe_file(transcriber, path: str | Path, options: LongFormOptions, quiet: bool = False,
-                    non_finite: str = "error"):
+def transcribe_file(
+    transcriber, path: str | Path, options: LongFormOptions, quiet: bool = False, non_finite: str = "error"
+):
     """Transcribe one file: one pass if it fits in one window (or ``chunk_seconds == 0``), else buffered decoding
     over blocks read from disk.
 
@@ -66,8 +72,12 @@ def transcribe_file(transcriber, path: str | Path, options: LongFormOptions, qui
         return transcriber.transcribe(load_audio(path, rate, non_finite=non_finite))
     bar = _progress_bar(info.seconds, quiet)
     try:
-        return transcribe_buffered(transcriber, read_blocks(path, rate, non_finite=non_finite), context,
-                                   on_update=None if bar is None else (lambda _u, n: bar.update(n / rate - bar.n)))
+        return transcribe_buffered(
+            transcriber,
+            read_blocks(path, rate, non_finite=non_finite),
+            context,
+            on_update=None if bar is None else (lambda _u, n: bar.update(n / rate - bar.n)),
+        )
     finally:
         if bar is not None:
             bar.close()
@@ -78,5 +88,11 @@ def _progress_bar(total_seconds: float, quiet: bool):
         return None
     from tqdm import tqdm
 
-    return tqdm(total=round(total_seconds, 2), unit="s", unit_scale=False, file=sys.stderr, leave=False,
-                bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} s audio [{elapsed}<{remaining}]")
+    return tqdm(
+        total=round(total_seconds, 2),
+        unit="s",
+        unit_scale=False,
+        file=sys.stderr,
+        leave=False,
+        bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} s audio [{elapsed}<{remaining}]",
+    )

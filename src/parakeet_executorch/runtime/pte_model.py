@@ -37,18 +37,24 @@ class PteModel:
 
             executorch_kernels.load()  # fpa4w programs call torchao::_linear_fp_act_*bit_weight.out
         self.path = path
-        self._program = self._loaded(lambda: Runtime.get().load_program(path),
-                                     f"cannot load {path} as an ExecuTorch program",
-                                     "; pass a model.pte written by parakeet-export")
+        self._program = self._loaded(
+            lambda: Runtime.get().load_program(path),
+            f"cannot load {path} as an ExecuTorch program",
+            "; pass a model.pte written by parakeet-export",
+        )
         names = set(self._program.method_names)
         missing = [m for m in REQUIRED_METHODS + METADATA_METHODS if m not in names and m not in OPTIONAL_METADATA]
         if missing:
             raise PteModelError(f"{path} lacks method(s) {', '.join(missing)}; re-export it with parakeet-export")
         self.metadata = ModelMetadata(**{f: self._constant(f) for f in METADATA_METHODS if f in names})
-        self._methods = {name: self._loaded(lambda name=name: self._program.load_method(name),
-                                            f"cannot load method {name} of {path}",
-                                            "; the .pte may need a backend or kernel library this runtime lacks")
-                         for name in REQUIRED_METHODS}
+        self._methods = {
+            name: self._loaded(
+                lambda name=name: self._program.load_method(name),
+                f"cannot load method {name} of {path}",
+                "; the .pte may need a backend or kernel library this runtime lacks",
+            )
+            for name in REQUIRED_METHODS
+        }
 
     @staticmethod
     def _loaded(load, what: str, fix: str):
@@ -70,8 +76,11 @@ class PteModel:
             raise PteModelError(f"method {name} of {self.path} failed ({explain(str(exc))})") from exc
 
     def _constant(self, name: str):
-        method = self._loaded(lambda: self._program.load_method(name), f"cannot load method {name} of {self.path}",
-                              "; re-export it with parakeet-export")
+        method = self._loaded(
+            lambda: self._program.load_method(name),
+            f"cannot load method {name} of {self.path}",
+            "; re-export it with parakeet-export",
+        )
         values = self._execute(method, name, [])
         if name == "durations":
             return [int(v) for v in values]
@@ -79,20 +88,25 @@ class PteModel:
 
     def preprocessor(self, audio: torch.Tensor, length: int) -> tuple[torch.Tensor, int]:
         """Log-mel features of a hop-aligned waveform: float32 [S] -> ([1, F, T_mel], valid frames)."""
-        features, feature_length = self._execute(self._methods["preprocessor"], "preprocessor",
-                                                 [audio, torch.tensor([length], dtype=torch.int64)])
+        features, feature_length = self._execute(
+            self._methods["preprocessor"], "preprocessor", [audio, torch.tensor([length], dtype=torch.int64)]
+        )
         return features, int(feature_length.item())
 
     def encoder(self, features: torch.Tensor, feature_length: int) -> tuple[torch.Tensor, int]:
         """Projected encoder frames: [1, F, T_mel] -> ([1, T_enc, J], valid encoder frames)."""
-        encoded, encoded_length = self._execute(self._methods["encoder"], "encoder",
-                                                [features, torch.tensor([feature_length], dtype=torch.int64)])
+        encoded, encoded_length = self._execute(
+            self._methods["encoder"], "encoder", [features, torch.tensor([feature_length], dtype=torch.int64)]
+        )
         return encoded, int(encoded_length.item())
 
     def decoder_step(self, token: int, state: tuple[torch.Tensor, torch.Tensor]):
         """One prediction-network step: (token id, (h, c)) -> (prediction [1, 1, J], (h, c))."""
-        prediction, h, c = self._execute(self._methods["decoder_step"], "decoder_step",
-                                         [torch.tensor([[token]], dtype=torch.int64), state[0], state[1]])
+        prediction, h, c = self._execute(
+            self._methods["decoder_step"],
+            "decoder_step",
+            [torch.tensor([[token]], dtype=torch.int64), state[0], state[1]],
+        )
         return prediction, (h, c)
 
     def joint(self, encoded_frame: torch.Tensor, prediction: torch.Tensor) -> tuple[int, int]:

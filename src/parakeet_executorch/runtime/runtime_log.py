@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import io
 import re
-import sys
+from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stderr
-from typing import Iterator
 
 _LOG_LINE = re.compile(r"^\[[\w./-]+:\d+\]\s?(.*)$")
 

@@ -68,21 +68,22 @@ class StreamingTranscriber:
     def transcript(self) -> Transcript:
         """Everything final so far, with token, word and segment spans."""
         meta = self.transcriber.model.metadata
-        return self.transcriber.transcript(self._tokens, self.decoder.samples_received / meta.sample_rate,
-                                           self.decoder.timings)
+        return self.transcriber.transcript(
+            self._tokens, self.decoder.samples_received / meta.sample_rate, self.decoder.timings
+        )
 
     def _result(self, update: StreamUpdate) -> StreamResult:
         meta = self.transcriber.model.metadata
         before = len(self._tokens)
         self._tokens.extend(update.tokens)
         text = self._render(self._tokens)
-        new_text = text[len(self._text):] if text.startswith(self._text) else text
+        new_text = text[len(self._text) :] if text.startswith(self._text) else text
         self._text = text
-        spans = self._spans(self._tokens[max(0, before - 1):])[1 if before else 0:]
+        spans = self._spans(self._tokens[max(0, before - 1) :])[1 if before else 0 :]
         draft = ""
         if update.draft:
             full = self._render(self._tokens + update.draft)
-            draft = full[len(text):] if full.startswith(text) else full
+            draft = full[len(text) :] if full.startswith(text) else full
         frame_seconds = meta.window_stride * meta.subsampling_factor
         return StreamResult(spans, new_text, draft, update.end_frame * frame_seconds)
 
@@ -97,4 +98,3 @@ class StreamingTranscriber:
     def _render(self, tokens: list[DecodedToken]) -> str:
         t = self.transcriber
         return transcript_text(t.tokenizer.decode([tok.id for tok in tokens]), t.punctuation)
-

@@ -11,8 +11,15 @@ import numpy as np
 import torch
 
 from ..decoding.tdt_greedy import DecodedToken, TdtDecoderState, greedy_tdt_decode_chunk, initial_decoder_state
-from ..decoding.timestamps import (Span, punctuation_of_vocab, segment_spans, set_seconds, token_spans,
-                                   transcript_text, word_spans)
+from ..decoding.timestamps import (
+    Span,
+    punctuation_of_vocab,
+    segment_spans,
+    set_seconds,
+    token_spans,
+    transcript_text,
+    word_spans,
+)
 from ..tokenizer import Tokenizer
 from .pte_model import PteModel, PteModelError
 
@@ -39,8 +46,10 @@ class Transcript:
         """JSON-ready dict: ``{"text", "tokens": [{"id","text","start","end"}], "words": [...], "segments": [...]}``."""
         out: dict = {"text": self.text}
         for level in levels:
-            out[level] = [{k: v for k, v in s.as_dict().items() if k not in ("start_offset", "end_offset")}
-                          for s in getattr(self, level)]
+            out[level] = [
+                {k: v for k, v in s.as_dict().items() if k not in ("start_offset", "end_offset")}
+                for s in getattr(self, level)
+            ]
         return out
 
 
@@ -57,8 +66,9 @@ class Transcriber:
     """
 
     @classmethod
-    def from_pte(cls, path: str | Path, tokenizer: str | Path | None = None, *,
-                 check_fingerprint: bool = True) -> Transcriber:
+    def from_pte(
+        cls, path: str | Path, tokenizer: str | Path | None = None, *, check_fingerprint: bool = True
+    ) -> Transcriber:
         """Load ``path`` (a ``model.pte`` written by ``parakeet-export``) and its tokenizer.
 
         Args:
@@ -103,7 +113,8 @@ class Transcriber:
             raise AudioRangeError(
                 f"audio is {n / meta.sample_rate:.2f} s long; this model.pte supports up to "
                 f"{self.max_audio_seconds:.2f} s in one pass. Use buffered decoding (--chunk-seconds), split the "
-                "audio, or re-export with a larger --max-audio-seconds.")
+                "audio, or re-export with a larger --max-audio-seconds."
+            )
         # The preprocessor takes a whole number of hops and at least its traced minimum; the zeros added here lie
         # past `length`, where NeMo's featurizer masks them out, exactly as batch padding in NeMo.
         padded = max(-(-n // meta.hop_length) * meta.hop_length, meta.min_audio_samples)
@@ -119,12 +130,13 @@ class Transcriber:
         """The greedy decoder's state before the first frame (prediction network primed with blank)."""
         return initial_decoder_state(self.model.decoder_step, self.model.initial_state(), self.model.metadata.blank_id)
 
-    def decode_frames(self, encoded: torch.Tensor, first: int, count: int,
-                      state: TdtDecoderState) -> tuple[list[DecodedToken], TdtDecoderState]:
+    def decode_frames(
+        self, encoded: torch.Tensor, first: int, count: int, state: TdtDecoderState
+    ) -> tuple[list[DecodedToken], TdtDecoderState]:
         """Greedy TDT decoding of encoder frames ``first .. first + count - 1`` of ``encoded`` ([1, T_enc, J]),
         continuing from ``state``; returns the tokens (absolute frames) and the state after them."""
         meta = self.model.metadata
-        frames = [encoded[:, t:t + 1, :].contiguous() for t in range(first, first + count)]
+        frames = [encoded[:, t : t + 1, :].contiguous() for t in range(first, first + count)]
         return greedy_tdt_decode_chunk(
             count,
             joint=lambda t, prediction: self.model.joint(frames[t], prediction),
@@ -169,8 +181,14 @@ class Transcriber:
         text = transcript_text(self.tokenizer.decode(ids), self.punctuation)
         return Transcript(text, spans, words, segments, audio_seconds=audio_seconds, timings=dict(timings or {}))
 
-    def transcribe(self, audio: np.ndarray | str | Path, *, sample_rate: int | None = None,
-                   long_form: LongFormOptions | None = None, non_finite: str = "error") -> Transcript:
+    def transcribe(
+        self,
+        audio: np.ndarray | str | Path,
+        *,
+        sample_rate: int | None = None,
+        long_form: LongFormOptions | None = None,
+        non_finite: str = "error",
+    ) -> Transcript:
         """Transcribe one waveform or one audio file, with token, word and segment timestamps (seconds).
 
         Args:
@@ -191,15 +209,15 @@ class Transcriber:
         from .longform import FILE_CONTEXT, LongFormOptions, context_frames, transcribe_file
 
         if isinstance(audio, (str, Path)):
-            return transcribe_file(self, audio, long_form or LongFormOptions(*FILE_CONTEXT), quiet=True,
-                                   non_finite=non_finite)
+            return transcribe_file(
+                self, audio, long_form or LongFormOptions(*FILE_CONTEXT), quiet=True, non_finite=non_finite
+            )
         rate = self.model.metadata.sample_rate
         if sample_rate is not None and sample_rate != rate:
             from ..audio import resample
 
             audio = resample(np.asarray(audio, dtype=np.float32), sample_rate, rate)
-        if (long_form is not None and long_form.chunk_seconds > 0
-                and audio.shape[0] > long_form.window_seconds * rate):
+        if long_form is not None and long_form.chunk_seconds > 0 and audio.shape[0] > long_form.window_seconds * rate:
             from .buffered import transcribe_buffered
 
             return transcribe_buffered(self, [np.asarray(audio, dtype=np.float32)], context_frames(self, long_form))

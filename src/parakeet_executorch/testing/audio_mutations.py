@@ -30,9 +30,11 @@ def write_seeds(folder: str | Path) -> list[Path]:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     seeds = []
-    for name, rate, channels, subtype, fmt in (("pcm16.wav", 16000, 1, "PCM_16", "WAV"),
-                                               ("float_stereo.wav", 22050, 2, "FLOAT", "WAV"),
-                                               ("tone.flac", 8000, 1, "PCM_16", "FLAC")):
+    for name, rate, channels, subtype, fmt in (
+        ("pcm16.wav", 16000, 1, "PCM_16", "WAV"),
+        ("float_stereo.wav", 22050, 2, "FLOAT", "WAV"),
+        ("tone.flac", 8000, 1, "PCM_16", "FLAC"),
+    ):
         t = np.arange(rate // 4) / rate
         tone = 0.3 * np.sin(2 * np.pi * 440 * t)
         data = np.stack([tone * (1 - 0.3 * c) for c in range(channels)], axis=1)
@@ -51,11 +53,11 @@ def mutate(data: bytes, mutations: list[Mutation]) -> bytes:
             width = 4 if b > 0xFFFF else 2
             width = min(width, len(out))
             offset = int(a) % max(1, min(HEADER_BYTES, len(out)) - width + 1)
-            out[offset:offset + width] = struct.pack("<I" if width == 4 else "<H", b)[:width]
+            out[offset : offset + width] = struct.pack("<I" if width == 4 else "<H", b)[:width]
         elif kind == "anybyte" and out:
             out[min(int(a * len(out)), len(out) - 1)] = b & 0xFF
         elif kind == "truncate":
-            del out[int(a * len(out)):]
+            del out[int(a * len(out)) :]
         elif kind == "append":
             out += bytes([b & 0xFF]) * int(a)
     return bytes(out)

@@ -41,9 +41,8 @@ def build_model(size: str, seed: int, work_dir: str | Path):
         the NeMo model in eval mode on CPU.
     """
     import torch
-    from omegaconf import OmegaConf
-
     from nemo.collections.asr.models import EncDecRNNTBPEModel
+    from omegaconf import OmegaConf
 
     from .tokenizer_corpus import train_tokenizer
 
@@ -82,9 +81,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="parakeet-make-test-model",
         description="Build a random-weight Parakeet TDT .nemo shaped like parakeet-tdt-0.6b-v3 (NeMo classes, "
-                    "locally trained SentencePiece tokenizer).")
-    parser.add_argument("--size", choices=sorted(SIZES), default="tiny",
-                        help="tiny (unit tests), small, or full (v3's exact dimensions, ~0.6 B parameters)")
+        "locally trained SentencePiece tokenizer).",
+    )
+    parser.add_argument(
+        "--size",
+        choices=sorted(SIZES),
+        default="tiny",
+        help="tiny (unit tests), small, or full (v3's exact dimensions, ~0.6 B parameters)",
+    )
     parser.add_argument("--out", required=True, help="output .nemo path")
     parser.add_argument("--seed", type=int, default=0, help="seed for weights and tokenizer corpus")
     args = parser.parse_args(argv)
@@ -101,8 +105,10 @@ def main(argv: list[str] | None = None) -> int:
         tmp = out.with_name(out.name + ".partial")
         model.save_to(str(tmp))
         tmp.replace(out)  # atomic: no half-written .nemo under the requested name
-    print(f"wrote {out} ({args.size}, {n_params / 1e6:.1f} M parameters, seed {args.seed}) "
-          f"in {time.perf_counter() - t0:.1f} s")
+    print(
+        f"wrote {out} ({args.size}, {n_params / 1e6:.1f} M parameters, seed {args.seed}) "
+        f"in {time.perf_counter() - t0:.1f} s"
+    )
     return 0
 
 

@@ -22,8 +22,41 @@ freedom peace public speech voice people free land liberty hope future children 
 spoken morning evening night water light sound small large open close house city river road
 """.split()
 
-_ONSETS = ["", "b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z",
-           "br", "ch", "cl", "dr", "fl", "gr", "pl", "pr", "sh", "sl", "st", "str", "th", "tr"]
+_ONSETS = [
+    "",
+    "b",
+    "c",
+    "d",
+    "f",
+    "g",
+    "h",
+    "j",
+    "k",
+    "l",
+    "m",
+    "n",
+    "p",
+    "r",
+    "s",
+    "t",
+    "v",
+    "w",
+    "z",
+    "br",
+    "ch",
+    "cl",
+    "dr",
+    "fl",
+    "gr",
+    "pl",
+    "pr",
+    "sh",
+    "sl",
+    "st",
+    "str",
+    "th",
+    "tr",
+]
 _VOWELS = ["a", "e", "i", "o", "u", "y", "ai", "ea", "ee", "ie", "oa", "oo", "ou"]
 _CODAS = ["", "", "n", "r", "s", "t", "l", "m", "nd", "ng", "nt", "rt", "st", "ck", "sh", "th"]
 
@@ -38,8 +71,11 @@ def corpus_lines(n_lines: int, seed: int) -> list[str]:
             if rng.random() < 0.6:
                 words.append(rng.choice(ENGLISH_WORDS))
             else:
-                words.append("".join(rng.choice(_ONSETS) + rng.choice(_VOWELS) + rng.choice(_CODAS)
-                                     for _ in range(rng.randint(1, 3))))
+                words.append(
+                    "".join(
+                        rng.choice(_ONSETS) + rng.choice(_VOWELS) + rng.choice(_CODAS) for _ in range(rng.randint(1, 3))
+                    )
+                )
         line = " ".join(words)
         lines.append(line[0].upper() + line[1:] + rng.choice([".", ".", "?", "!", ","]))
     return lines
@@ -68,9 +104,19 @@ def train_tokenizer(out_dir: str | Path, vocab_size: int, seed: int = 0, lines: 
     text_path = out_dir / "corpus.txt"
     text_path.write_text("\n".join(lines) + "\n")
     spm.SentencePieceTrainer.Train(
-        input=str(text_path), model_prefix=str(out_dir / "tokenizer"), vocab_size=vocab_size,
-        model_type="bpe", character_coverage=1.0, bos_id=-1, eos_id=-1, unk_id=0, pad_id=-1,
-        num_threads=2, minloglevel=2, seed_sentencepiece_size=1_000_000, shuffle_input_sentence=False,
+        input=str(text_path),
+        model_prefix=str(out_dir / "tokenizer"),
+        vocab_size=vocab_size,
+        model_type="bpe",
+        character_coverage=1.0,
+        bos_id=-1,
+        eos_id=-1,
+        unk_id=0,
+        pad_id=-1,
+        num_threads=2,
+        minloglevel=2,
+        seed_sentencepiece_size=1_000_000,
+        shuffle_input_sentence=False,
     )
     text_path.unlink()
     sp = spm.SentencePieceProcessor(model_file=str(out_dir / "tokenizer.model"))

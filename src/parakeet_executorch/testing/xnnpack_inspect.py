@@ -8,7 +8,7 @@ import torch
 def _op_name(target) -> str:
     text = str(target)
     if text.startswith("<EdgeOpOverload: "):
-        return text[len("<EdgeOpOverload: "):].split(">")[0]
+        return text[len("<EdgeOpOverload: ") :].split(">")[0]
     return getattr(target, "__name__", text) if not hasattr(target, "_schema") else text
 
 

@@ -39,8 +39,9 @@ class AugmentRecipe:
     peak_dbfs: tuple[float, float] = (-24.0, -1.0)
 
 
-def room_impulse_response(rng: np.random.Generator, sample_rate: int, rt60: float, predelay: float,
-                          drr_db: float) -> np.ndarray:
+def room_impulse_response(
+    rng: np.random.Generator, sample_rate: int, rt60: float, predelay: float, drr_db: float
+) -> np.ndarray:
     """Direct path + a tail of exponentially decaying noise (length 1.2 x RT60), faster in higher bands."""
     n = int(1.2 * rt60 * sample_rate)
     start = int(predelay * sample_rate)
@@ -55,7 +56,7 @@ def room_impulse_response(rng: np.random.Generator, sample_rate: int, rt60: floa
         tail += band * 10.0 ** (-3.0 * t / (rt60 * factor))
     rir = np.zeros(n, dtype=np.float64)
     rir[0] = 1.0
-    energy = float(np.sum(tail ** 2)) or 1.0
+    energy = float(np.sum(tail**2)) or 1.0
     rir[start:] = tail * np.sqrt(10.0 ** (-drr_db / 10.0) / energy)
     return rir
 
@@ -65,7 +66,7 @@ def reverberate(audio: np.ndarray, rir: np.ndarray) -> np.ndarray:
     n = len(audio) + len(rir) - 1
     size = 1 << (n - 1).bit_length()
     wet = np.fft.irfft(np.fft.rfft(audio, size) * np.fft.rfft(rir, size), size)[: len(audio)]
-    rms_in, rms_out = np.sqrt(np.mean(audio ** 2)), np.sqrt(np.mean(wet ** 2))
+    rms_in, rms_out = np.sqrt(np.mean(audio**2)), np.sqrt(np.mean(wet**2))
     return wet * (rms_in / rms_out if rms_out > 0 else 1.0)
 
 
@@ -75,20 +76,22 @@ def colored_noise(rng: np.random.Generator, n: int, beta: float) -> np.ndarray:
     f = np.arange(len(spectrum), dtype=np.float64)
     f[0] = 1.0
     noise = np.fft.irfft(spectrum * f ** (-beta / 2.0), n)
-    return noise / (np.sqrt(np.mean(noise ** 2)) or 1.0)
+    return noise / (np.sqrt(np.mean(noise**2)) or 1.0)
 
 
 def hum(rng: np.random.Generator, n: int, sample_rate: int) -> np.ndarray:
     """Unit-RMS mains hum: 50 or 60 Hz with 3 harmonics of random level and phase."""
     base = rng.choice([50.0, 60.0])
     t = np.arange(n) / sample_rate
-    wave = sum(rng.uniform(0.1, 1.0) / k * np.sin(2 * np.pi * base * k * t + rng.uniform(0, 2 * np.pi))
-               for k in range(1, 5))
-    return wave / (np.sqrt(np.mean(wave ** 2)) or 1.0)
+    wave = sum(
+        rng.uniform(0.1, 1.0) / k * np.sin(2 * np.pi * base * k * t + rng.uniform(0, 2 * np.pi)) for k in range(1, 5)
+    )
+    return wave / (np.sqrt(np.mean(wave**2)) or 1.0)
 
 
-def augment(audio: np.ndarray, rng: np.random.Generator, sample_rate: int = 16000,
-            recipe: AugmentRecipe = AugmentRecipe()) -> tuple[np.ndarray, dict]:
+def augment(
+    audio: np.ndarray, rng: np.random.Generator, sample_rate: int = 16000, recipe: AugmentRecipe = AugmentRecipe()
+) -> tuple[np.ndarray, dict]:
     """Apply the recipe to one clip.
 
     Returns:
@@ -108,9 +111,9 @@ def augment(audio: np.ndarray, rng: np.random.Generator, sample_rate: int = 1600
         noise = colored_noise(rng, len(x), beta)
         if rng.random() < recipe.hum_p:
             noise = noise + hum(rng, len(x), sample_rate)
-            noise /= np.sqrt(np.mean(noise ** 2))
+            noise /= np.sqrt(np.mean(noise**2))
             info["hum"] = True
-        signal_rms = np.sqrt(np.mean(x ** 2))
+        signal_rms = np.sqrt(np.mean(x**2))
         x = x + noise * signal_rms * 10.0 ** (-snr / 20.0)
         info.update(noise_beta=round(beta, 2), snr_db=round(snr, 1))
     peak = rng.uniform(*recipe.peak_dbfs)

@@ -39,11 +39,31 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from . import text
-from .synth import (FESTIVAL_VOICES, FLITE_DEFAULT_F0, FLITE_VOICES, SAMPLE_RATE, EspeakError, SynthError, Voice,
-                    synthesize, versions)
+from .synth import (
+    FESTIVAL_VOICES,
+    FLITE_DEFAULT_F0,
+    FLITE_VOICES,
+    SAMPLE_RATE,
+    EspeakError,
+    SynthError,
+    Voice,
+    synthesize,
+    versions,
+)
 
-__all__ = ["Clip", "Voice", "SynthError", "EspeakError", "training_set", "dev_set", "test_sets", "sample_clip",
-           "synthesize_clip", "synthesize_many", "versions"]
+__all__ = [
+    "Clip",
+    "Voice",
+    "SynthError",
+    "EspeakError",
+    "training_set",
+    "dev_set",
+    "test_sets",
+    "sample_clip",
+    "synthesize_clip",
+    "synthesize_many",
+    "versions",
+]
 
 ESPEAK_ACCENTS = ["en-us", "en-gb", "en-gb-x-rp", "en-gb-scotland", "en-gb-x-gbclan", "en-gb-x-gbcwmd", "en-029"]
 TRAIN_VARIANTS = ["", "m1", "m2", "m3", "m4", "m7", "f1", "f2", "f5"]
@@ -82,8 +102,13 @@ class Clip:
         return " ".join(self.texts)
 
     def describe(self) -> dict:
-        out = {"text": self.text, "segments": len(self.texts), "voice": asdict(self.voice), "seed": self.seed,
-               "augment": self.augment}
+        out = {
+            "text": self.text,
+            "segments": len(self.texts),
+            "voice": asdict(self.voice),
+            "seed": self.seed,
+            "augment": self.augment,
+        }
         if self.voices:
             out["voices"] = [asdict(v) for v in self.voices]
         return out
@@ -96,8 +121,13 @@ def _estimate_s(segment: str, kind: str, voice: Voice) -> float:
 def _train_voice(rng: random.Random) -> Voice:
     if rng.random() < 0.5:
         variant = rng.choice(TRAIN_VARIANTS)
-        return Voice("espeak", rng.choice(ESPEAK_ACCENTS) + (f"+{variant}" if variant else ""),
-                     speed=round(rng.uniform(0.7, 1.15), 3), pitch=rng.randint(25, 75), gap=rng.choice([0, 0, 1, 2, 3]))
+        return Voice(
+            "espeak",
+            rng.choice(ESPEAK_ACCENTS) + (f"+{variant}" if variant else ""),
+            speed=round(rng.uniform(0.7, 1.15), 3),
+            pitch=rng.randint(25, 75),
+            gap=rng.choice([0, 0, 1, 2, 3]),
+        )
     name = rng.choice(FLITE_VOICES)
     pitch = None if rng.random() < 0.3 else round(FLITE_DEFAULT_F0[name] * rng.uniform(0.8, 1.25))
     return Voice("flite", name, speed=round(rng.uniform(0.75, 1.3), 3), pitch=pitch)
@@ -106,15 +136,28 @@ def _train_voice(rng: random.Random) -> Voice:
 def _heldout_voice(rng: random.Random, synth: str) -> Voice:
     """A test voice: espeak-ng with a held-out variant, flite at new settings, or festival."""
     if synth == "espeak":
-        return Voice("espeak", f"{rng.choice(ESPEAK_ACCENTS)}+{rng.choice(HELDOUT_VARIANTS)}",
-                     speed=round(rng.uniform(0.75, 1.1), 3), pitch=rng.randint(30, 70), gap=rng.choice([0, 1, 2]))
+        return Voice(
+            "espeak",
+            f"{rng.choice(ESPEAK_ACCENTS)}+{rng.choice(HELDOUT_VARIANTS)}",
+            speed=round(rng.uniform(0.75, 1.1), 3),
+            pitch=rng.randint(30, 70),
+            gap=rng.choice([0, 1, 2]),
+        )
     if synth == "flite":
         name = rng.choice(FLITE_VOICES)
-        return Voice("flite", name, speed=round(rng.uniform(0.8, 1.2), 3),
-                     pitch=round(FLITE_DEFAULT_F0[name] * rng.uniform(0.85, 1.15)))
+        return Voice(
+            "flite",
+            name,
+            speed=round(rng.uniform(0.8, 1.2), 3),
+            pitch=round(FLITE_DEFAULT_F0[name] * rng.uniform(0.85, 1.15)),
+        )
     name = rng.choice(FESTIVAL_VOICES)
-    return Voice("festival", name, speed=round(rng.uniform(0.85, 1.15), 3),
-                 pitch=rng.randint(-2, 2) if name.endswith("_hts") else None)
+    return Voice(
+        "festival",
+        name,
+        speed=round(rng.uniform(0.85, 1.15), 3),
+        pitch=rng.randint(-2, 2) if name.endswith("_hts") else None,
+    )
 
 
 def _train_segment(rng: random.Random) -> tuple[str, str]:
@@ -123,8 +166,13 @@ def _train_segment(rng: random.Random) -> tuple[str, str]:
     return rng.choice(text.sentence_split()["train"]), "sentence"
 
 
-def training_set(seed: int = 0, hours: float | None = 24.0, clips: int | None = None,
-                 long_fraction: float = 0.3, mixed_voice_fraction: float = 0.0) -> list[Clip]:
+def training_set(
+    seed: int = 0,
+    hours: float | None = 24.0,
+    clips: int | None = None,
+    long_fraction: float = 0.3,
+    mixed_voice_fraction: float = 0.0,
+) -> list[Clip]:
     """The training clips: ``clips`` of them, or else clips until the estimated audio reaches ``hours``.
 
     Args:
@@ -143,20 +191,32 @@ def training_set(seed: int = 0, hours: float | None = 24.0, clips: int | None = 
     rng = random.Random(seed)
     out: list[Clip] = []
     total_s = long_s = 0.0
-    while (len(out) < clips) if clips is not None else (total_s < hours * 3600):
+    # hours is only read when clips is None, where the caller gives it (it defaults to 24).
+    while (len(out) < clips) if clips is not None else (total_s < hours * 3600):  # type: ignore[operator]
         voice = _train_voice(rng)
         long = long_fraction > 0 and long_s <= long_fraction * total_s
         target = rng.uniform(*LONG_SECONDS) if long else 0.0
         mixed = long and mixed_voice_fraction > 0 and rng.random() < mixed_voice_fraction
-        segments, kinds, voices, est = [], [], [], 0.0
+        segments: list = []
+        kinds: list = []
+        voices: list = []
+        est = 0.0
         while not segments or est < target:
             seg, kind = _train_segment(rng)
             segments.append(seg)
             kinds.append(kind)
             voices.append(voice if not mixed or len(segments) == 1 else _train_voice(rng))
             est += _estimate_s(seg, kind, voices[-1]) + (sum(PAUSE_SECONDS) / 2 if len(segments) > 1 else 0)
-        out.append(Clip(tuple(segments), voice, seed=rng.getrandbits(32), augment=True, kinds=tuple(kinds),
-                        voices=tuple(voices) if mixed else ()))
+        out.append(
+            Clip(
+                tuple(segments),
+                voice,
+                seed=rng.getrandbits(32),
+                augment=True,
+                kinds=tuple(kinds),
+                voices=tuple(voices) if mixed else (),
+            )
+        )
         total_s += est
         long_s += est if long else 0.0
     return out
@@ -202,8 +262,9 @@ def test_sets(seed: int = 2026, n: int = 200, long_seconds: float = LONG_TEST_MI
         return text.random_sequence(rng, training=False, heldout_share=0.1), "sequence"
 
     def clip(segment: tuple[str, str], synth: str, pauses=PAUSE_SECONDS) -> Clip:
-        return Clip((segment[0],), _heldout_voice(rng, synth), seed=rng.getrandbits(32), kinds=(segment[1],),
-                    pause_range=pauses)
+        return Clip(
+            (segment[0],), _heldout_voice(rng, synth), seed=rng.getrandbits(32), kinds=(segment[1],), pause_range=pauses
+        )
 
     sets = {
         "random": [clip(sequence(), "espeak" if i % 2 == 0 else "flite") for i in range(n)],
@@ -224,8 +285,7 @@ def test_sets(seed: int = 2026, n: int = 200, long_seconds: float = LONG_TEST_MI
 
 def sample_clip() -> Clip:
     """The shipped sample: ``SAMPLE_TEXT`` by the held-out variant ``en-us+f4`` at 157 words/min, pitch 45."""
-    return Clip((SAMPLE_TEXT,), Voice("espeak", "en-us+f4", speed=0.9, pitch=45, gap=1), seed=0,
-                kinds=("sentence",))
+    return Clip((SAMPLE_TEXT,), Voice("espeak", "en-us+f4", speed=0.9, pitch=45, gap=1), seed=0, kinds=("sentence",))
 
 
 def synthesize_clip(clip: Clip, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
@@ -257,8 +317,13 @@ def _work(args: tuple[Clip, int, bool]):
     return audio
 
 
-def synthesize_many(clips: list[Clip], sample_rate: int = SAMPLE_RATE, workers: int | None = None,
-                    as_int16: bool = False, progress: bool = False) -> list[np.ndarray]:
+def synthesize_many(
+    clips: list[Clip],
+    sample_rate: int = SAMPLE_RATE,
+    workers: int | None = None,
+    as_int16: bool = False,
+    progress: bool = False,
+) -> list[np.ndarray]:
     """``synthesize_clip`` for many clips on a pool of worker processes, in input order.
 
     Args:
@@ -285,8 +350,12 @@ def synthesize_many(clips: list[Clip], sample_rate: int = SAMPLE_RATE, workers: 
     return out
 
 
-def long_recording(clips: list[Clip], audio: list[np.ndarray], min_seconds: float = LONG_TEST_MIN_SECONDS,
-                   sample_rate: int = SAMPLE_RATE) -> tuple[np.ndarray, list[dict]]:
+def long_recording(
+    clips: list[Clip],
+    audio: list[np.ndarray],
+    min_seconds: float = LONG_TEST_MIN_SECONDS,
+    sample_rate: int = SAMPLE_RATE,
+) -> tuple[np.ndarray, list[dict]]:
     """Join the ``long`` test clips into one recording with seeded pauses between them.
 
     Returns:
@@ -295,7 +364,9 @@ def long_recording(clips: list[Clip], audio: list[np.ndarray], min_seconds: floa
     Raises:
         ValueError: the recording is shorter than ``min_seconds``.
     """
-    parts, rows, pos = [], [], 0
+    parts: list[np.ndarray] = []
+    rows: list[dict] = []
+    pos = 0
     for clip, a in zip(clips, audio):
         gen = np.random.default_rng(clip.seed)
         if parts:
@@ -303,8 +374,14 @@ def long_recording(clips: list[Clip], audio: list[np.ndarray], min_seconds: floa
             parts.append(pause)
             pos += len(pause)
         a = a.astype(np.float32) / (32767.0 if a.dtype == np.int16 else 1.0)
-        rows.append({"text": clip.text, "start": round(pos / sample_rate, 3),
-                     "end": round((pos + len(a)) / sample_rate, 3), "voice": clip.voice.describe()})
+        rows.append(
+            {
+                "text": clip.text,
+                "start": round(pos / sample_rate, 3),
+                "end": round((pos + len(a)) / sample_rate, 3),
+                "voice": clip.voice.describe(),
+            }
+        )
         parts.append(a)
         pos += len(a)
     if pos / sample_rate < min_seconds:

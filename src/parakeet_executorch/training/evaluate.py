@@ -24,9 +24,9 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-DEFAULT_RECIPES = ["none:xnnpack", "none:portable", "fpa4w:xnnpack", "8da4w:xnnpack", "8da8w:xnnpack",
-                   "8w:portable"]
+DEFAULT_RECIPES = ["none:xnnpack", "none:portable", "fpa4w:xnnpack", "8da4w:xnnpack", "8da8w:xnnpack", "8w:portable"]
 SETS = ("random", "sentences", "festival")
 # The .pte's file defaults (runtime/cli.py FILE_CONTEXT), also used for NeMo's buffered decoding of (d).
 LONG_CONTEXT_S = (4.0, 48.0, 4.0)
@@ -63,8 +63,15 @@ def make_test_sets(out_dir: Path, n: int, seed: int, long_seconds: float, worker
         for i, (clip, wav) in enumerate(zip(clips, audio)):
             path = folder / f"{i:04d}.wav"
             sf.write(path, wav, 16000, subtype="PCM_16")
-            rows.append({"path": str(path), "text": clip.text, "voice": clip.voice.describe(),
-                         "synth": clip.voice.synth, "voice_name": clip.voice.name})
+            rows.append(
+                {
+                    "path": str(path),
+                    "text": clip.text,
+                    "voice": clip.voice.describe(),
+                    "synth": clip.voice.synth,
+                    "voice_name": clip.voice.name,
+                }
+            )
         if name == "long":
             recording, spans = corpus.long_recording(clips, audio, min_seconds=long_seconds)
             result["long_path"] = str(folder / "long.wav")
@@ -72,8 +79,10 @@ def make_test_sets(out_dir: Path, n: int, seed: int, long_seconds: float, worker
             for row, span in zip(rows, spans):
                 row.update(start=span["start"], end=span["end"])
         seconds = sum(len(a) for a in audio) / 16000
-        print(f"test set {name}: {len(rows)} clips, {seconds:.0f} s of audio in {time.perf_counter() - t0:.0f} s",
-              flush=True)
+        print(
+            f"test set {name}: {len(rows)} clips, {seconds:.0f} s of audio in {time.perf_counter() - t0:.0f} s",
+            flush=True,
+        )
         result[name] = rows
     manifest.write_text(json.dumps({"recipe": recipe, "sets": result}, indent=1) + "\n")
     return result
@@ -98,7 +107,7 @@ def heldout_hits(refs: list[str], hyps: list[str]) -> tuple[int, int]:
         total += sum(w in held for w in ref)
         for c in chunks:
             if c.type == "equal":
-                hits += sum(w in held for w in ref[c.ref_start_idx:c.ref_end_idx])
+                hits += sum(w in held for w in ref[c.ref_start_idx : c.ref_end_idx])
     return hits, total
 
 
@@ -145,7 +154,7 @@ def nemo_system(model_path: str, sets: dict) -> dict:
 
     model = load_nemo_model(model_path)
     model.eval()
-    out = {}
+    out: dict[str, Any] = {}
     t0 = time.perf_counter()
     for name in (*SETS, "long"):
         hyps = model.transcribe([r["path"] for r in sets[name]], batch_size=16, verbose=False)
@@ -181,9 +190,11 @@ def pte_system(model_path: str, recipe: str, backend: str, group_size: int | Non
     out_dir = work / f"{recipe}-{backend}" if group_size is None else work / f"{recipe}-{backend}-g{group_size}"
     t0 = time.perf_counter()
     try:
-        report = export_pte(model_path, ExportOptions(backend=backend, quantize=recipe, group_size=group_size,
-                                                      output_dir=out_dir),
-                            progress=lambda line: print(line, flush=True))
+        report = export_pte(
+            model_path,
+            ExportOptions(backend=backend, quantize=recipe, group_size=group_size, output_dir=out_dir),
+            progress=lambda line: print(line, flush=True),
+        )
     except (BackendError, ModelLoadError, RecipeError, ValueError, OSError) as exc:
         print(f"parakeet-export: error: {exc}", file=sys.stderr)
         raise RuntimeError(f"export of {recipe} on {backend} failed") from exc
@@ -204,17 +215,20 @@ def pte_system(model_path: str, recipe: str, backend: str, group_size: int | Non
     long_s = time.perf_counter() - t0
     out["long_file"] = (transcript.text, [(w.text, w.start) for w in transcript.words])
     quantized, total = report.quantization.linears_quantized
-    out["info"] = {"linears_quantized": f"{quantized}/{total}" if recipe != "none" else "",
-                   "export_s": round(export_s, 1), "pte_mb": round(report.pte_bytes / 1e6, 2),
-                   "rtfx": round(audio_s / run_s, 1) if run_s else None,
-                   "long_rtfx": round(transcript.audio_seconds / long_s, 1) if long_s else None}
+    out["info"] = {
+        "linears_quantized": f"{quantized}/{total}" if recipe != "none" else "",
+        "export_s": round(export_s, 1),
+        "pte_mb": round(report.pte_bytes / 1e6, 2),
+        "rtfx": round(audio_s / run_s, 1) if run_s else None,
+        "long_rtfx": round(transcript.audio_seconds / long_s, 1) if long_s else None,
+    }
     return out
 
 
 def score(sets: dict, hyps: dict, eager: dict | None) -> dict:
     """WERs of one system's transcripts (see the module docstring), and clips equal to NeMo eager's."""
     refs = {name: [r["text"] for r in sets[name]] for name in (*SETS, "long")}
-    result = {f"wer_{name}": word_error_rate(refs[name], hyps[name]) for name in SETS}
+    result: dict[str, Any] = {f"wer_{name}": word_error_rate(refs[name], hyps[name]) for name in SETS}
     result["wer_long_clips"] = word_error_rate(refs["long"], hyps["long"])
     text, words = hyps["long_file"]
     result["wer_long_file"] = word_error_rate([" ".join(refs["long"])], [text])
@@ -236,19 +250,23 @@ def score(sets: dict, hyps: dict, eager: dict | None) -> dict:
 
 
 def _table(results: list[dict]) -> str:
-    lines = ["| system | recipe | backend | group size | linears quantized | (a) random % | (b) sentences % | "
-             "(c) festival % | (d) long, one file % | (d) clip by clip % | (d) time-aligned % | held-out words | "
-             "clips as NeMo eager | .pte MB |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| system | recipe | backend | group size | linears quantized | (a) random % | (b) sentences % | "
+        "(c) festival % | (d) long, one file % | (d) clip by clip % | (d) time-aligned % | held-out words | "
+        "clips as NeMo eager | .pte MB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in results:
         held = r["heldout_words"]
         held_pct = f"{100 * held['correct'] / held['total']:.1f} % of {held['total']}" if held["total"] else ""
         same = f"{r.get('same_as_nemo', r['clips'])}/{r['clips']}"
-        lines.append(f"| {r['system']} | {r['recipe']} | {r['backend']} | {r.get('group_size') or ''} | "
-                     f"{r.get('linears_quantized', '')} | {100 * r['wer_random']:.2f} | {100 * r['wer_sentences']:.2f}"
-                     f" | {100 * r['wer_festival']:.2f} | {100 * r['wer_long_file']:.2f} | "
-                     f"{100 * r['wer_long_clips']:.2f} | {100 * r['wer_long_aligned']:.2f} | {held_pct} | {same} | "
-                     f"{r.get('pte_mb', '')} |")
+        lines.append(
+            f"| {r['system']} | {r['recipe']} | {r['backend']} | {r.get('group_size') or ''} | "
+            f"{r.get('linears_quantized', '')} | {100 * r['wer_random']:.2f} | {100 * r['wer_sentences']:.2f}"
+            f" | {100 * r['wer_festival']:.2f} | {100 * r['wer_long_file']:.2f} | "
+            f"{100 * r['wer_long_clips']:.2f} | {100 * r['wer_long_aligned']:.2f} | {held_pct} | {same} | "
+            f"{r.get('pte_mb', '')} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -256,15 +274,23 @@ def main(argv: list[str] | None = None) -> int:
     from importlib.resources import files
 
     p = argparse.ArgumentParser(prog="parakeet-eval-wer", description=__doc__.splitlines()[0])
-    p.add_argument("--model", default=str(files("parakeet_executorch") / "demo_model" / "parakeet-tdt-demo.nemo"),
-                   help="the .nemo to evaluate (default: the shipped demo model)")
+    p.add_argument(
+        "--model",
+        default=str(files("parakeet_executorch") / "demo_model" / "parakeet-tdt-demo.nemo"),
+        help="the .nemo to evaluate (default: the shipped demo model)",
+    )
     p.add_argument("--out", required=True, help="folder for the test sets, exports and results")
     p.add_argument("--clips", type=int, default=200, help="clips in each of the sets (a), (b) and (c)")
     p.add_argument("--long-seconds", type=float, default=600.0, help="least length of the long recording (d)")
     p.add_argument("--seed", type=int, default=2026, help="test-set seed")
     p.add_argument("--workers", type=int, default=None, help="synthesis processes (default: one per core)")
-    p.add_argument("--recipes", nargs="*", default=DEFAULT_RECIPES, metavar="RECIPE:BACKEND[:GROUP_SIZE]",
-                   help=f"default: {' '.join(DEFAULT_RECIPES)}")
+    p.add_argument(
+        "--recipes",
+        nargs="*",
+        default=DEFAULT_RECIPES,
+        metavar="RECIPE:BACKEND[:GROUP_SIZE]",
+        help=f"default: {' '.join(DEFAULT_RECIPES)}",
+    )
     args = p.parse_args(argv)
 
     from ..export.backends import BACKENDS
@@ -276,8 +302,9 @@ def main(argv: list[str] | None = None) -> int:
         fields = item.split(":")
         recipe, backend, rest = fields[0], fields[1] if len(fields) > 1 else "", fields[2:]
         if recipe not in RECIPES or backend not in BACKENDS or len(rest) > 1 or (rest and not rest[0].isdigit()):
-            p.error(f"{item!r}: expected RECIPE:BACKEND[:GROUP_SIZE] with RECIPE in {RECIPES} and BACKEND in "
-                    f"{BACKENDS}")
+            p.error(
+                f"{item!r}: expected RECIPE:BACKEND[:GROUP_SIZE] with RECIPE in {RECIPES} and BACKEND in {BACKENDS}"
+            )
         group_size = int(rest[0]) if rest else None
         try:
             check_recipe(recipe, backend, group_size)
@@ -305,24 +332,44 @@ def main(argv: list[str] | None = None) -> int:
     print(f"NeMo eager: {json.dumps({k: v for k, v in results[0].items() if k.startswith('wer_')})}", flush=True)
     for recipe, backend, group_size in pairs:
         hyps = pte_system(args.model, recipe, backend, group_size, out / "pte", sets)
-        results.append({"system": "pte", "recipe": recipe, "backend": backend, "group_size": group_size,
-                        **score(sets, hyps, eager), **hyps["info"]})
+        results.append(
+            {
+                "system": "pte",
+                "recipe": recipe,
+                "backend": backend,
+                "group_size": group_size,
+                **score(sets, hyps, eager),
+                **hyps["info"],
+            }
+        )
         r = results[-1]
-        print(f"{recipe} on {backend} (group size {group_size or 'default'}): (a) {100 * r['wer_random']:.2f} % "
-              f"(b) {100 * r['wer_sentences']:.2f} % (c) {100 * r['wer_festival']:.2f} % (d) one file "
-              f"{100 * r['wer_long_file']:.2f} %, clip by clip {100 * r['wer_long_clips']:.2f} %; "
-              f"{r['same_as_nemo']}/{r['clips']} clips as NeMo eager", flush=True)
+        print(
+            f"{recipe} on {backend} (group size {group_size or 'default'}): (a) {100 * r['wer_random']:.2f} % "
+            f"(b) {100 * r['wer_sentences']:.2f} % (c) {100 * r['wer_festival']:.2f} % (d) one file "
+            f"{100 * r['wer_long_file']:.2f} %, clip by clip {100 * r['wer_long_clips']:.2f} %; "
+            f"{r['same_as_nemo']}/{r['clips']} clips as NeMo eager",
+            flush=True,
+        )
     long_rows = sets["long"]
-    meta = {"model": args.model, "seed": args.seed,
-            "sets": {name: {"clips": len(sets[name]), "words": sum(len(r["text"].split()) for r in sets[name])}
-                     for name in (*SETS, "long")},
-            "long_seconds": long_rows[-1]["end"], "long_context_s": LONG_CONTEXT_S}
+    meta = {
+        "model": args.model,
+        "seed": args.seed,
+        "sets": {
+            name: {"clips": len(sets[name]), "words": sum(len(r["text"].split()) for r in sets[name])}
+            for name in (*SETS, "long")
+        },
+        "long_seconds": long_rows[-1]["end"],
+        "long_context_s": LONG_CONTEXT_S,
+    }
     (out / "results.json").write_text(json.dumps({"test_sets": meta, "results": results}, indent=1) + "\n")
     table = _table(results)
-    sizes = ", ".join(f"({k}) {name} {v['clips']} clips / {v['words']} words"
-                      for k, (name, v) in zip("abcd", meta["sets"].items()))
-    (out / "results.md").write_text(f"Held-out test sets, seed {args.seed}: {sizes}; the long recording is "
-                                    f"{meta['long_seconds'] / 60:.1f} min.\n\n{table}")
+    sizes = ", ".join(
+        f"({k}) {name} {v['clips']} clips / {v['words']} words" for k, (name, v) in zip("abcd", meta["sets"].items())
+    )
+    (out / "results.md").write_text(
+        f"Held-out test sets, seed {args.seed}: {sizes}; the long recording is "
+        f"{meta['long_seconds'] / 60:.1f} min.\n\n{table}"
+    )
     print(table)
     return 0
 

@@ -29,9 +29,11 @@ from pathlib import Path
 OUT = Path(__file__).with_name("data") / "words.tsv"
 DICTIONARY = Path("/usr/share/dict/american-english")
 # Words a demo model should not be taught to print, whatever their frequency.
-EXCLUDED = set("""fuck fucking fucked fucker shit shitty bitch bitches damn damned dick cock cunt pussy whore slut
+EXCLUDED = set(
+    """fuck fucking fucked fucker shit shitty bitch bitches damn damned dick cock cunt pussy whore slut
 nigga nigger fag faggot retard retarded porn porno sex sexy boobs tits ass asshole bastard piss pissed crap
-rape raped rapist""".split())
+rape raped rapist""".split()
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,23 +46,34 @@ def main(argv: list[str] | None = None) -> int:
     allowed = {w for w in DICTIONARY.read_text().split() if re.fullmatch(r"[a-z]+", w)} | {"i"}
     words = []
     for w in wordfreq.top_n_list("en", 40000):
-        if (re.fullmatch(r"[a-z]*[aeiouy][a-z]*", w) and w in allowed and (len(w) > 1 or w in "ai")
-                and w not in EXCLUDED):
+        if (
+            re.fullmatch(r"[a-z]*[aeiouy][a-z]*", w)
+            and w in allowed
+            and (len(w) > 1 or w in "ai")
+            and w not in EXCLUDED
+        ):
             words.append(w)
             if len(words) == args.words:
                 break
     if len(words) < args.words:
         raise SystemExit(f"only {len(words)} words qualify")
-    proc = subprocess.run(["espeak-ng", "-q", "-x", "-v", "en-us"], input="\n".join(words) + "\n",
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        ["espeak-ng", "-q", "-x", "-v", "en-us"],
+        input="\n".join(words) + "\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     phonemes = [line.strip() for line in proc.stdout.splitlines() if line.strip()]
     if len(phonemes) != len(words):
         raise SystemExit(f"espeak-ng returned {len(phonemes)} phoneme lines for {len(words)} words")
     version = subprocess.run(["espeak-ng", "--version"], capture_output=True, text=True).stdout.split("Data")[0]
-    lines = [f"# {len(words)} words: wordfreq {metadata.version('wordfreq')} top English words in wamerican; "
-             f"phonemes by {version.strip()} (en-us)",
-             "# Frequencies from wordfreq (Robyn Speer et al.), whose data is licensed CC BY-SA 4.0; made by "
-             "training/make_wordlist.py"]
+    lines = [
+        f"# {len(words)} words: wordfreq {metadata.version('wordfreq')} top English words in wamerican; "
+        f"phonemes by {version.strip()} (en-us)",
+        "# Frequencies from wordfreq (Robyn Speer et al.), whose data is licensed CC BY-SA 4.0; made by "
+        "training/make_wordlist.py",
+    ]
     lines += [f"{w}\t{wordfreq.zipf_frequency(w, 'en'):.2f}\t{ph}" for w, ph in zip(words, phonemes)]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n")

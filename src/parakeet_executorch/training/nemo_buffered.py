@@ -44,7 +44,7 @@ def nemo_buffered_tokens(nemo_model, audio: np.ndarray, left: int, chunk: int, r
                 buf = buf[:, extra:]
                 buf_left -= extra
             encoded, _ = nemo_model(input_signal=buf, input_signal_length=torch.tensor([buf.shape[1]]))
-            encoded = encoded.transpose(1, 2)[:, buf_left // fs:]
+            encoded = encoded.transpose(1, 2)[:, buf_left // fs :]
             hyps, state = computer(x=encoded, out_len=torch.tensor([buf_chunk // fs]), prev_batched_state=state)
             hyp = batched_hyps_to_hypotheses(hyps, batch_size=1)[0]
             out.extend((int(i), int(t)) for i, t in zip(hyp.y_sequence.tolist(), hyp.timestamp.tolist()))

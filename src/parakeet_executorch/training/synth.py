@@ -41,8 +41,11 @@ FLITE_VOICES = ("kal", "kal16", "awb", "rms", "slt")
 FLITE_DEFAULT_F0 = {"kal": 95, "kal16": 95, "awb": 130, "rms": 100, "slt": 170}
 FESTIVAL_VOICES = ("kal_diphone", "ked_diphone", "cmu_us_slt_arctic_hts")
 ESPEAK_DEFAULT_WPM = 175
-APT_PACKAGE = {"espeak": "espeak-ng", "flite": "flite",
-               "festival": "festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts"}
+APT_PACKAGE = {
+    "espeak": "espeak-ng",
+    "flite": "flite",
+    "festival": "festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts",
+}
 
 
 class SynthError(RuntimeError):
@@ -99,16 +102,20 @@ def program(synth: str) -> list[str]:
         script = os.environ.get("TEXT2WAVE") or _find("text2wave", prefix)
         binary = os.environ.get("FESTIVAL") or _find("festival", prefix)
         if not script or not binary:
-            raise SynthError(f"festival not found: install it (apt-get install {APT_PACKAGE['festival']}) or set "
-                             "FESTIVAL and TEXT2WAVE (or PARAKEET_TTS_PREFIX)")
+            raise SynthError(
+                f"festival not found: install it (apt-get install {APT_PACKAGE['festival']}) or set "
+                "FESTIVAL and TEXT2WAVE (or PARAKEET_TTS_PREFIX)"
+            )
         libdir = os.environ.get("FESTIVAL_LIBDIR") or (str(prefix / "usr/share/festival") if prefix else None)
         # text2wave's "#!/usr/bin/festival --script" line names the system binary; run the one we found instead.
         return [binary, *(["--libdir", libdir] if libdir else []), "--script", script]
     name, var = {"espeak": ("espeak-ng", "ESPEAK_NG"), "flite": ("flite", "FLITE")}[synth]
     found = os.environ.get(var) or _find(name, prefix)
     if not found:
-        raise SynthError(f"{name} not found: install it (apt-get install {APT_PACKAGE[synth]}) or set {var}=/path "
-                         "(or PARAKEET_TTS_PREFIX)")
+        raise SynthError(
+            f"{name} not found: install it (apt-get install {APT_PACKAGE[synth]}) or set {var}=/path "
+            "(or PARAKEET_TTS_PREFIX)"
+        )
     return [found]
 
 
@@ -131,8 +138,9 @@ def versions(synths=SYNTHS) -> dict[str, str]:
             text = _run(cmd + ["--version"]).decode().split("Data at")[0]
         elif synth == "flite":
             # flite prints its version and exits 1.
-            text = next(line for line in _run(cmd + ["--version"], check=False).decode().splitlines()
-                        if "version" in line)
+            text = next(
+                line for line in _run(cmd + ["--version"], check=False).decode().splitlines() if "version" in line
+            )
         else:
             text = _run(cmd[:1] + ["--version"]).decode()
         out[synth] = text.strip()
@@ -171,9 +179,18 @@ def synthesize(text: str, voice: Voice, sample_rate: int = SAMPLE_RATE) -> np.nd
     from ..audio import resample, to_mono
 
     if voice.synth == "espeak":
-        cmd = program("espeak") + ["-v", voice.name, "-s", str(round(ESPEAK_DEFAULT_WPM * voice.speed)),
-                                   "-p", str(50 if voice.pitch is None else voice.pitch), "-g", str(voice.gap),
-                                   "--stdout", text]
+        cmd = program("espeak") + [
+            "-v",
+            voice.name,
+            "-s",
+            str(round(ESPEAK_DEFAULT_WPM * voice.speed)),
+            "-p",
+            str(50 if voice.pitch is None else voice.pitch),
+            "-g",
+            str(voice.gap),
+            "--stdout",
+            text,
+        ]
         samples, rate = _decode(_run(cmd), f"espeak-ng {voice.describe()}")
     elif voice.synth == "flite":
         if voice.name not in FLITE_VOICES:
@@ -194,8 +211,7 @@ def synthesize(text: str, voice: Voice, sample_rate: int = SAMPLE_RATE) -> np.nd
                 setting = f"(set! hts_engine_params (append hts_engine_params (list {extra})))"
             else:
                 setting = f"(Parameter.set 'Duration_Stretch {1 / voice.speed:.4f})"
-            _run(program("festival") + ["-eval", f"(voice_{voice.name})", "-eval", setting, "-o", str(dst),
-                                        str(src)])
+            _run(program("festival") + ["-eval", f"(voice_{voice.name})", "-eval", setting, "-o", str(dst), str(src)])
             samples, rate = _decode(dst.read_bytes() if dst.exists() else b"", f"festival {voice.describe()}")
     else:
         raise ValueError(f"unknown synthesizer {voice.synth!r}; expected one of {SYNTHS}")

@@ -18,9 +18,16 @@ from __future__ import annotations
 import torch
 
 
-def tdt_loss(logits: torch.Tensor, targets: torch.Tensor, logit_lengths: torch.Tensor,
-             target_lengths: torch.Tensor, blank: int, durations: list[int], sigma: float = 0.0,
-             reduction: str = "mean_batch") -> torch.Tensor:
+def tdt_loss(
+    logits: torch.Tensor,
+    targets: torch.Tensor,
+    logit_lengths: torch.Tensor,
+    target_lengths: torch.Tensor,
+    blank: int,
+    durations: list[int],
+    sigma: float = 0.0,
+    reduction: str = "mean_batch",
+) -> torch.Tensor:
     """Negative log-likelihood of the targets under a TDT joint's outputs.
 
     Mirrors ``nemo.collections.asr.losses.rnnt_pytorch.TDTLossPytorch`` (same inputs, same value).
@@ -45,8 +52,9 @@ def tdt_loss(logits: torch.Tensor, targets: torch.Tensor, logit_lengths: torch.T
     B, T, U1, C = logits.shape
     D = len(durations)
     if tuple(targets.shape) != (B, U1 - 1):
-        raise ValueError(f"targets {tuple(targets.shape)} do not fit logits {tuple(logits.shape)}: need [B, U] "
-                         f"= [{B}, {U1 - 1}]")
+        raise ValueError(
+            f"targets {tuple(targets.shape)} do not fit logits {tuple(logits.shape)}: need [B, U] = [{B}, {U1 - 1}]"
+        )
     if C <= D + blank:
         raise ValueError(f"last logits dimension {C} is too small for blank id {blank} and {D} durations")
     if not any(d >= 1 for d in durations):
@@ -55,7 +63,7 @@ def tdt_loss(logits: torch.Tensor, targets: torch.Tensor, logit_lengths: torch.T
         raise ValueError("logit_lengths must be in 1..T and target_lengths in 0..U")
 
     token_lp = torch.log_softmax(logits[..., : C - D].float(), dim=-1) - sigma
-    dur_lp = torch.log_softmax(logits[..., C - D:].float(), dim=-1)
+    dur_lp = torch.log_softmax(logits[..., C - D :].float(), dim=-1)
     blank_lp = token_lp[..., blank]  # [B, T, U+1]
     U = U1 - 1
     if U > 0:
@@ -76,8 +84,9 @@ def tdt_loss(logits: torch.Tensor, targets: torch.Tensor, logit_lengths: torch.T
                 lab = prev[:, :U] + label_lp[:, s] + dur_lp[:, s, :U, j]
                 terms.append(torch.cat([neg_inf.expand(B, 1), lab], dim=1))  # label arcs u-1 -> u
         if t == 0:
-            base = torch.cat([torch.zeros(B, 1, device=logits.device, dtype=token_lp.dtype),
-                              neg_inf.expand(B, U)], dim=1)
+            base = torch.cat(
+                [torch.zeros(B, 1, device=logits.device, dtype=token_lp.dtype), neg_inf.expand(B, U)], dim=1
+            )
         elif terms:
             base = torch.logsumexp(torch.stack(terms), dim=0)
         else:

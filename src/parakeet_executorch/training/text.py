@@ -44,7 +44,7 @@ SENTENCE_WORDS = (3, 24)
 TEST_PERCENT, DEV_PERCENT = 6, 3
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _rows() -> tuple[tuple[str, float, str], ...]:
     rows = []
     for line in WORDS_FILE.read_text().splitlines():
@@ -63,7 +63,7 @@ def zipf() -> dict[str, float]:
     return {w: z for w, z, _ in _rows()}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def homophone_groups() -> tuple[tuple[str, ...], ...]:
     """Groups of two or more vocabulary words with the same espeak-ng pronunciation, most frequent first."""
     groups: dict[str, list[str]] = {}
@@ -72,7 +72,7 @@ def homophone_groups() -> tuple[tuple[str, ...], ...]:
     return tuple(tuple(g) for g in groups.values() if len(g) > 1)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def heldout_words() -> frozenset[str]:
     """The 250 words that only test material contains (see the module docstring for the rule)."""
     shared = {w for g in homophone_groups() for w in g}
@@ -80,7 +80,7 @@ def heldout_words() -> frozenset[str]:
     return frozenset(random.Random(HELDOUT_WORD_SEED).sample(candidates, HELDOUT_WORDS))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _sequence_words(training: bool) -> tuple[tuple[str, ...], tuple[float, ...]]:
     """Words and weights for random sequences: training drops held-out words and the non-first homophones."""
     z = zipf()
@@ -112,14 +112,29 @@ def random_sequence(rng: random.Random, training: bool = True, heldout_share: fl
 # --- sentences ---------------------------------------------------------------------------------------------------
 
 _CONTRACTIONS = {
-    "can't": "can not", "cannot": "can not", "won't": "will not", "shan't": "shall not", "let's": "let us",
-    "it's": "it is", "that's": "that is", "he's": "he is", "she's": "she is", "what's": "what is",
-    "there's": "there is", "here's": "here is", "who's": "who is", "where's": "where is", "how's": "how is",
-    "i'm": "i am", "o'clock": "o clock",
+    "can't": "can not",
+    "cannot": "can not",
+    "won't": "will not",
+    "shan't": "shall not",
+    "let's": "let us",
+    "it's": "it is",
+    "that's": "that is",
+    "he's": "he is",
+    "she's": "she is",
+    "what's": "what is",
+    "there's": "there is",
+    "here's": "here is",
+    "who's": "who is",
+    "where's": "where is",
+    "how's": "how is",
+    "i'm": "i am",
+    "o'clock": "o clock",
 }
 _SUFFIXES = (("n't", " not"), ("'re", " are"), ("'ve", " have"), ("'ll", " will"), ("'d", " would"))
-_ONES = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen " \
-        "seventeen eighteen nineteen".split()
+_ONES = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen".split()
+)
 _TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
 
 
@@ -190,11 +205,13 @@ def write_sentences(folder: Path = FORTUNES_DIR, out: Path = SENTENCES_FILE) -> 
     returns how many. Needs Debian's ``fortunes`` and ``fortunes-min`` packages."""
     vocab = set(vocabulary())
     lo, hi = SENTENCE_WORDS
-    kept = sorted({s for s in fortune_sentences(folder)
-                   if lo <= len(s.split()) <= hi and all(w in vocab for w in s.split())})
-    out.write_text(f"# {len(kept)} sentences of Debian's fortune databases (packages fortunes, fortunes-min), "
-                   "normalised and filtered by training/text.py\n"
-                   + "".join(s + "\n" for s in kept))
+    kept = sorted(
+        {s for s in fortune_sentences(folder) if lo <= len(s.split()) <= hi and all(w in vocab for w in s.split())}
+    )
+    out.write_text(
+        f"# {len(kept)} sentences of Debian's fortune databases (packages fortunes, fortunes-min), "
+        "normalised and filtered by training/text.py\n" + "".join(s + "\n" for s in kept)
+    )
     return len(kept)
 
 
@@ -202,11 +219,11 @@ def _bucket(sentence: str) -> int:
     return int(hashlib.sha256(b"demo-v2:" + sentence.encode()).hexdigest(), 16) % 100
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def sentence_split() -> dict[str, tuple[str, ...]]:
     """``{"train": ..., "dev": ..., "test": ...}`` over ``data/sentences.txt`` (rule in the module docstring)."""
     held = heldout_words()
-    split = {"train": [], "dev": [], "test": []}
+    split: dict[str, list[str]] = {"train": [], "dev": [], "test": []}
     for s in SENTENCES_FILE.read_text().splitlines():
         if not s or s.startswith("#"):
             continue
@@ -225,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     the split's sizes."""
     import argparse
 
-    p = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])  # type: ignore[union-attr]  # has one
     p.add_argument("--fortunes", type=Path, default=FORTUNES_DIR)
     args = p.parse_args(argv)
     n = write_sentences(args.fortunes)

@@ -35,16 +35,20 @@ def build_model(tokenizer_dir: Path, size: str, seed: int):
         seed: torch seed for the initial weights.
     """
     import torch
-    from omegaconf import OmegaConf
-
     from nemo.collections.asr.models import EncDecRNNTBPEModel
+    from omegaconf import OmegaConf
 
     from ..testing.config import model_config
 
     cfg = model_config(size, str(tokenizer_dir))
     # Masks scaled to 128 mel bands and 2-4 s clips; only active in training mode, so exported graphs skip it.
-    cfg["spec_augment"] = {"_target_": "nemo.collections.asr.modules.SpectrogramAugmentation",
-                           "freq_masks": 2, "freq_width": 20, "time_masks": 2, "time_width": 0.05}
+    cfg["spec_augment"] = {
+        "_target_": "nemo.collections.asr.modules.SpectrogramAugmentation",
+        "freq_masks": 2,
+        "freq_width": 20,
+        "time_masks": 2,
+        "time_width": 0.05,
+    }
     torch.manual_seed(seed)
     return EncDecRNNTBPEModel(cfg=OmegaConf.create(cfg))
 
@@ -56,7 +60,8 @@ def _batches(lengths: list[int], batch_size: int, rng: random.Random, max_sample
     samples (clips x longest clip), so batches of 40 s clips are smaller than batches of 3 s ones.
     """
     order = sorted(range(len(lengths)), key=lambda i: (lengths[i], rng.random()))
-    chunks, cur = [], []
+    chunks: list = []
+    cur: list = []
     for i in order:
         if cur and (len(cur) == batch_size or (max_samples and (len(cur) + 1) * lengths[i] > max_samples)):
             chunks.append(cur)
@@ -90,7 +95,7 @@ def greedy_texts(model, audio: list, device, batch_size: int = 32) -> list[str]:
     texts = []
     with torch.no_grad():
         for i in range(0, len(audio), batch_size):
-            signal, lengths = _pad(audio[i:i + batch_size], device)
+            signal, lengths = _pad(audio[i : i + batch_size], device)
             enc, enc_len = model.forward(input_signal=signal, input_signal_length=lengths)
             hyps = model.decoding.rnnt_decoder_predictions_tensor(encoder_output=enc, encoded_lengths=enc_len)
             texts += [h.text for h in hyps]
@@ -120,13 +125,18 @@ def _make_data(args, log: dict) -> dict:
         ``train_texts``, ``audio`` (int16 arrays, 16 kHz), ``dev_texts``, ``dev_audio`` (float32) and ``sample``
         ((text, audio) of the shipped sample's recipe).
     """
-    from collections import Counter
+    from collections import defaultdict
 
     from . import corpus, text
 
     log["synthesizers"] = corpus.versions(["espeak", "flite"])
-    clips = corpus.training_set(args.seed, hours=args.hours, clips=args.utterances, long_fraction=args.long_fraction,
-                                mixed_voice_fraction=args.mixed_voice_fraction)
+    clips = corpus.training_set(
+        args.seed,
+        hours=args.hours,
+        clips=args.utterances,
+        long_fraction=args.long_fraction,
+        mixed_voice_fraction=args.mixed_voice_fraction,
+    )
     dev = corpus.dev_set(args.dev_utterances, args.seed + 1)
     print(f"synthesizing {len(clips)} training clips on {args.workers or 'all'} cores ...", flush=True)
     audio = corpus.synthesize_many(clips, workers=args.workers, as_int16=True, progress=True)
@@ -134,21 +144,31 @@ def _make_data(args, log: dict) -> dict:
     sample = corpus.sample_clip()
     seconds = [len(a) / 16000 for a in audio]
     long = [s for c, s in zip(clips, seconds) if len(c.texts) > 1]
-    hours_by = Counter()
+    hours_by: dict[str, float] = defaultdict(float)
     for c, sec in zip(clips, seconds):
         hours_by[c.voice.synth] += sec / 3600
     log["train_hours"] = sum(seconds) / 3600
     log["data"] = {
-        "clips": len(clips), "segments": sum(len(c.texts) for c in clips),
+        "clips": len(clips),
+        "segments": sum(len(c.texts) for c in clips),
         "words": sum(len(c.text.split()) for c in clips),
-        "long_clips": len(long), "mixed_voice_clips": sum(bool(c.voices) for c in clips), "long_hours": sum(long) / 3600, "longest_s": round(max(seconds), 1),
+        "long_clips": len(long),
+        "mixed_voice_clips": sum(bool(c.voices) for c in clips),
+        "long_hours": sum(long) / 3600,
+        "longest_s": round(max(seconds), 1),
         "hours_by_synth": {k: round(v, 3) for k, v in sorted(hours_by.items())},
-        "vocabulary": len(text.vocabulary()), "heldout_words": len(text.heldout_words()),
+        "vocabulary": len(text.vocabulary()),
+        "heldout_words": len(text.heldout_words()),
         "sentences": {k: len(v) for k, v in text.sentence_split().items()},
         "dev_clips": len(dev),
     }
-    return {"train_texts": [c.text for c in clips], "audio": audio, "dev_texts": [c.text for c in dev],
-            "dev_audio": dev_audio, "sample": (sample.text, corpus.synthesize_clip(sample))}
+    return {
+        "train_texts": [c.text for c in clips],
+        "audio": audio,
+        "dev_texts": [c.text for c in dev],
+        "dev_audio": dev_audio,
+        "sample": (sample.text, corpus.synthesize_clip(sample)),
+    }
 
 
 def train(args) -> dict:
@@ -163,8 +183,15 @@ def train(args) -> dict:
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
     rng = random.Random(args.seed)
-    log = {"args": dict(vars(args)), "seed": args.seed, "size": args.size, "device": str(device),
-           "corpus": "v2", "torch": torch.__version__, "history": []}
+    log = {
+        "args": dict(vars(args)),
+        "seed": args.seed,
+        "size": args.size,
+        "device": str(device),
+        "corpus": "v2",
+        "torch": torch.__version__,
+        "history": [],
+    }
     if device.type == "cuda":
         log["gpu"] = torch.cuda.get_device_name(device)
 
@@ -172,8 +199,11 @@ def train(args) -> dict:
     data = _make_data(args, log)
     train_texts, audio, dev_texts, dev_audio = data["train_texts"], data["audio"], data["dev_texts"], data["dev_audio"]
     log["synth_s"] = time.perf_counter() - t0
-    print(f"synthesized {len(audio)} training clips ({log['train_hours']:.2f} h) and {len(dev_audio)} dev clips "
-          f"in {log['synth_s']:.0f} s", flush=True)
+    print(
+        f"synthesized {len(audio)} training clips ({log['train_hours']:.2f} h) and {len(dev_audio)} dev clips "
+        f"in {log['synth_s']:.0f} s",
+        flush=True,
+    )
 
     with tempfile.TemporaryDirectory() as work:
         tok_dir = Path(work) / "tokenizer"
@@ -212,7 +242,8 @@ def train(args) -> dict:
         lengths = [len(a) for a in audio]
         max_samples = int(args.batch_seconds * 16000)
         model.train()
-        step, t_train, batches, skipped = 0, time.perf_counter(), [], 0
+        step, t_train, skipped = 0, time.perf_counter(), 0
+        batches: list = []
         next_checkpoint_s = args.checkpoint_every_minutes * 60
         while step < args.steps:
             if not batches:
@@ -244,8 +275,11 @@ def train(args) -> dict:
                 opt.zero_grad(set_to_none=True)
                 torch.cuda.empty_cache()
                 skipped += 1
-                print(f"step {step}: out of memory on {len(idx)} clips of {max(lengths[i] for i in idx) / 16000:.1f} s;"
-                      " batch skipped", flush=True)
+                print(
+                    f"step {step}: out of memory on {len(idx)} clips of {max(lengths[i] for i in idx) / 16000:.1f} s;"
+                    " batch skipped",
+                    flush=True,
+                )
                 if skipped > 20:
                     raise
                 continue
@@ -257,8 +291,7 @@ def train(args) -> dict:
             if step % args.eval_every == 0 or step == args.steps or out_of_time:
                 hyps = greedy_texts(model, dev_audio, device)
                 wer = word_error_rate(dev_texts, hyps)
-                entry = {"step": step, "loss": loss.item(), "lr": lr, "dev_wer": wer,
-                         "elapsed_s": round(elapsed, 1)}
+                entry = {"step": step, "loss": loss.item(), "lr": lr, "dev_wer": wer, "elapsed_s": round(elapsed, 1)}
                 log["history"].append(entry)
                 print(json.dumps(entry), flush=True)
             if out_of_time:
@@ -278,8 +311,11 @@ def train(args) -> dict:
             sample_text, sample_audio = data["sample"]
             heard = greedy_texts(model, [sample_audio], device)[0]
             log["sample"] = {"text": sample_text, "heard": heard, "exact": heard == sample_text}
-            print(f"sample: spoken {sample_text!r}, heard {heard[:200]!r}: "
-                  f"{'exact match' if heard == sample_text else 'DIFFERENT'}", flush=True)
+            print(
+                f"sample: spoken {sample_text!r}, heard {heard[:200]!r}: "
+                f"{'exact match' if heard == sample_text else 'DIFFERENT'}",
+                flush=True,
+            )
         model.eval()
         model = model.cpu()
         out = Path(args.out)
@@ -298,30 +334,50 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True, help="output .nemo path")
     p.add_argument("--size", default="demo2", choices=sorted(SIZES), help="model size (testing/config.py)")
     p.add_argument("--device", default="cuda", help="cuda (NeMo's numba TDT loss) or cpu (training/tdt_loss.py)")
-    p.add_argument("--loss", default="nemo", choices=("nemo", "pytorch"),
-                   help="on CUDA: NeMo's numba TDT loss (default) or this package's; a CPU always uses ours")
+    p.add_argument(
+        "--loss",
+        default="nemo",
+        choices=("nemo", "pytorch"),
+        help="on CUDA: NeMo's numba TDT loss (default) or this package's; a CPU always uses ours",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--hours", type=float, default=40.0, help="hours of training audio to synthesize (estimated)")
-    p.add_argument("--utterances", type=int, default=None,
-                   help="training clips to synthesize instead of --hours")
-    p.add_argument("--long-fraction", type=float, default=0.3,
-                   help="share of the training audio in 20-40 s clips of several segments with pauses")
-    p.add_argument("--mixed-voice-fraction", type=float, default=0.0,
-                   help="share of the long clips whose segments each have their own voice and level")
+    p.add_argument("--utterances", type=int, default=None, help="training clips to synthesize instead of --hours")
+    p.add_argument(
+        "--long-fraction",
+        type=float,
+        default=0.3,
+        help="share of the training audio in 20-40 s clips of several segments with pauses",
+    )
+    p.add_argument(
+        "--mixed-voice-fraction",
+        type=float,
+        default=0.0,
+        help="share of the long clips whose segments each have their own voice and level",
+    )
     p.add_argument("--workers", type=int, default=None, help="synthesis processes (default: one per core)")
     p.add_argument("--dev-utterances", type=int, default=200, help="held-out-voice clips for the dev WER")
     p.add_argument("--vocab-size", type=int, default=None, help="SentencePiece BPE pieces (default: the size's)")
     p.add_argument("--steps", type=int, default=6000, help="optimizer steps (sets the LR schedule)")
-    p.add_argument("--max-minutes", type=float, default=0,
-                   help="training time budget: stop after it and fit the LR decay into it")
+    p.add_argument(
+        "--max-minutes", type=float, default=0, help="training time budget: stop after it and fit the LR decay into it"
+    )
     p.add_argument("--batch-size", type=int, default=64, help="most clips in one batch")
-    p.add_argument("--batch-seconds", type=float, default=0,
-                   help="most padded audio seconds in one batch (clips x longest); 0: no limit")
+    p.add_argument(
+        "--batch-seconds",
+        type=float,
+        default=0,
+        help="most padded audio seconds in one batch (clips x longest); 0: no limit",
+    )
     p.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (AdamW)")
     p.add_argument("--warmup", type=int, default=600, help="warm-up steps")
     p.add_argument("--eval-every", type=int, default=500, help="steps between dev WER measurements")
-    p.add_argument("--checkpoint-every-minutes", type=float, default=0,
-                   help="also save OUT's stem + .checkpoint.nemo (and the log so far) this often; 0: never")
+    p.add_argument(
+        "--checkpoint-every-minutes",
+        type=float,
+        default=0,
+        help="also save OUT's stem + .checkpoint.nemo (and the log so far) this often; 0: never",
+    )
     p.add_argument("--init", help="start from this .nemo instead of fresh weights (keeps its tokenizer)")
     args = p.parse_args(argv)
     if not args.out.endswith(".nemo"):

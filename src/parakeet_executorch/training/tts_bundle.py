@@ -43,8 +43,19 @@ def pack(folder: Path) -> None:
     subprocess.run(["apt-get", "download", *PACKAGES], cwd=folder, check=True)
     src = folder / "pcaudio_stub.c"
     src.write_text(PCAUDIO_STUB)
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-Wl,-soname,libpcaudio.so.0", "-o",
-                    str(folder / "libpcaudio.so.0"), str(src)], check=True)
+    subprocess.run(
+        [
+            "gcc",
+            "-shared",
+            "-fPIC",
+            "-O2",
+            "-Wl,-soname,libpcaudio.so.0",
+            "-o",
+            str(folder / "libpcaudio.so.0"),
+            str(src),
+        ],
+        check=True,
+    )
     src.unlink()
     for p in sorted(folder.iterdir()):
         print(f"{p.stat().st_size / 1e6:7.2f} MB  {p.name}")
@@ -57,11 +68,11 @@ def _deb_data(deb: Path) -> tuple[bytes, str]:
         raise ValueError(f"{deb} is not a .deb (ar) archive")
     pos = 8
     while pos < len(blob):
-        header = blob[pos:pos + 60]
+        header = blob[pos : pos + 60]
         name = header[:16].decode().strip().rstrip("/")
         size = int(header[48:58].decode().strip())
         if name.startswith("data.tar"):
-            return blob[pos + 60:pos + 60 + size], name
+            return blob[pos + 60 : pos + 60 + size], name
         pos += 60 + size + (size % 2)
     raise ValueError(f"{deb} has no data.tar member")
 
@@ -87,7 +98,9 @@ def unpack(folder: Path, prefix: Path) -> None:
                     dest.mkdir(parents=True, exist_ok=True)
                 elif m.isfile():
                     dest.parent.mkdir(parents=True, exist_ok=True)
-                    dest.write_bytes(tar.extractfile(m).read())
+                    member = tar.extractfile(m)
+                    assert member is not None  # a regular file member always has contents
+                    dest.write_bytes(member.read())
                     dest.chmod(m.mode & 0o777 | 0o600)
     stub = folder / "libpcaudio.so.0"
     if stub.is_file():

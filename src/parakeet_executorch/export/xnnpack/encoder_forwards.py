@@ -124,7 +124,7 @@ def _table_window(attention, pos_enc, length):
     if table is None or pos_enc is None or pos_enc.pe.size(1) != table.size(-1):
         return None
     centre = table.size(-1) // 2 + 1
-    return table[:, :, centre - length: centre + length - 1]
+    return table[:, :, centre - length : centre + length - 1]
 
 
 def _make_attention_forward(masks: _MaskCache, original, pos_enc=None):
@@ -164,12 +164,14 @@ def _make_conv_forward(masks: _MaskCache, original):
         pw1, pw2 = self.pointwise_conv1, self.pointwise_conv2
         if isinstance(pw1, GluInputLinear):  # a quantized model (pointwise.py): linears on [B, T, C], no transposes
             x = F.linear(x, pw1.value.weight, pw1.value.bias) * torch.sigmoid(
-                F.linear(x, pw1.gate.weight, pw1.gate.bias))
+                F.linear(x, pw1.gate.weight, pw1.gate.bias)
+            )
             x = x.transpose(1, 2)
         else:
             x = x.transpose(1, 2)
             x = F.conv1d(x, self._xnn_pw1_w_a, self._xnn_pw1_b_a) * torch.sigmoid(
-                F.conv1d(x, self._xnn_pw1_w_g, self._xnn_pw1_b_g))
+                F.conv1d(x, self._xnn_pw1_w_g, self._xnn_pw1_b_g)
+            )
         if pad_mask is not None:
             keep, _ = masks.keep_and_fill(pad_mask, x.dtype)  # [1, T] broadcasts as [1, 1, T]
             x = x * keep
@@ -201,10 +203,8 @@ def _masked_conv_forward(self, x, lengths):
     for layer in self:
         x = layer(x * keep)
         if getattr(layer, "stride", (1, 1)) != (1, 1):
-            if hasattr(layer, "_left_padding"):  # NeMo's CausalConv2D
-                padding = (layer._left_padding, layer._right_padding)
-            else:
-                padding = layer.padding
+            # NeMo's CausalConv2D keeps its own left and right padding.
+            padding = (layer._left_padding, layer._right_padding) if hasattr(layer, "_left_padding") else layer.padding
             valid = calculate_conv_output_size(valid, layer.kernel_size[0], layer.stride[0], padding)
             keep = _time_keep(x, valid.long())
     return x * keep, valid.long()
@@ -227,8 +227,9 @@ def _position_table_for(pos_enc, attention, max_ratio: float):
 
 
 @contextmanager
-def xnnpack_friendly_encoder(encoder: torch.nn.Module, pos_table_max_ratio: float | None = None,
-                             report: dict | None = None):
+def xnnpack_friendly_encoder(
+    encoder: torch.nn.Module, pos_table_max_ratio: float | None = None, report: dict | None = None
+):
     """While active, ``encoder``'s LayerNorms, relative-position attentions and conv modules trace into
     XNNPACK-friendly graphs (see the module docstring). Apply it around ``torch.export`` of the encoder only, after
     the model has its final dtype and device and after its relative-position table is fitted to the longest input.
@@ -263,9 +264,8 @@ def xnnpack_friendly_encoder(encoder: torch.nn.Module, pos_table_max_ratio: floa
             if isinstance(mod, torch.nn.LayerNorm) and len(mod.normalized_shape) == 1:
                 d = mod.normalized_shape[0]
                 ref = mod.weight if mod.weight is not None else next(encoder.parameters())
-                add_buffer(mod, "_xnn_avg_row", torch.full((1, d), 1.0 / d, dtype=ref.dtype, device=ref.device),
-                           names)
-                mod.forward = types.MethodType(_layer_norm_forward, mod)
+                add_buffer(mod, "_xnn_avg_row", torch.full((1, d), 1.0 / d, dtype=ref.dtype, device=ref.device), names)
+                mod.forward = types.MethodType(_layer_norm_forward, mod)  # type: ignore[method-assign]
             elif type(mod) is MaskedConvSequential:
                 mod.forward = types.MethodType(_masked_conv_forward, mod)
             elif type(mod) is RelPositionMultiHeadAttention and not getattr(mod, "use_pytorch_sdpa", False):

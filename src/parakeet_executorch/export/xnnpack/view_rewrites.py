@@ -47,8 +47,9 @@ def rewrite_views(ep) -> int:
         src = node.args[0]
         if node.target in (reshape, unsqueeze):
             with graph.inserting_before(node):
-                src = graph.call_function(torch.ops.aten.clone.default, (src,),
-                                          {"memory_format": torch.contiguous_format})
+                src = graph.call_function(
+                    torch.ops.aten.clone.default, (src,), {"memory_format": torch.contiguous_format}
+                )
                 src.meta = dict(node.args[0].meta)
         node.target = view
         node.args = (src, shape)

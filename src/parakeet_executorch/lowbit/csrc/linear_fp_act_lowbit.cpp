@@ -54,8 +54,7 @@ inline void unpack_row(const uint8_t* src, int64_t K, float* dst) {
 }
 
 template <typename CTYPE, int NBIT>
-void linear_impl(const Tensor& A, const Tensor& B, int64_t group_size, const Tensor& S,
-                 const Tensor& Z, Tensor& out) {
+void linear_impl(const Tensor& A, const Tensor& B, int64_t group_size, const Tensor& S, const Tensor& Z, Tensor& out) {
   constexpr int NR = 8;  // weight rows per tile: each activation load feeds NR dot products
   const int64_t M = A.size(0), K = A.size(1), N = B.size(0);
   const int64_t G = K / group_size;
@@ -115,8 +114,8 @@ void linear_impl(const Tensor& A, const Tensor& B, int64_t group_size, const Ten
 }
 
 template <int NBIT>
-Tensor& linear_out(KernelRuntimeContext& ctx, const Tensor& A, const Tensor& B, int64_t group_size,
-                   const Tensor& S, const Tensor& Z, Tensor& out) {
+Tensor& linear_out(KernelRuntimeContext& ctx, const Tensor& A, const Tensor& B, int64_t group_size, const Tensor& S,
+                   const Tensor& Z, Tensor& out) {
   ET_KERNEL_CHECK_MSG(ctx, A.dim() == 2, InvalidArgument, out, "A must be 2-D [M, K]");
   ET_KERNEL_CHECK_MSG(ctx, B.dim() == 2 && B.scalar_type() == ScalarType::Byte, InvalidArgument, out,
                       "B must be a 2-D uint8 tensor");
@@ -131,24 +130,18 @@ Tensor& linear_out(KernelRuntimeContext& ctx, const Tensor& A, const Tensor& B, 
                       "S must be [N, K/group_size]");
   ET_KERNEL_CHECK_MSG(ctx, Z.dim() == 2 && Z.size(0) == N && Z.size(1) == G, InvalidArgument, out,
                       "Z must be [N, K/group_size]");
-  ET_KERNEL_CHECK_MSG(ctx, S.scalar_type() == A.scalar_type() && Z.scalar_type() == A.scalar_type() &&
-                               out.scalar_type() == A.scalar_type(),
-                      InvalidArgument, out, "S, Z and out must have A's dtype");
+  ET_KERNEL_CHECK_MSG(
+      ctx,
+      S.scalar_type() == A.scalar_type() && Z.scalar_type() == A.scalar_type() && out.scalar_type() == A.scalar_type(),
+      InvalidArgument, out, "S, Z and out must have A's dtype");
   const SizesType new_sizes[2] = {static_cast<SizesType>(M), static_cast<SizesType>(N)};
-  ET_KERNEL_CHECK_MSG(ctx, executorch::runtime::resize_tensor(out, {new_sizes, 2}) == Error::Ok,
-                      InvalidArgument, out, "could not resize out to [M, N]");
+  ET_KERNEL_CHECK_MSG(ctx, executorch::runtime::resize_tensor(out, {new_sizes, 2}) == Error::Ok, InvalidArgument, out,
+                      "could not resize out to [M, N]");
   switch (A.scalar_type()) {
-    case ScalarType::Float:
-      linear_impl<float, NBIT>(A, B, group_size, S, Z, out);
-      break;
-    case ScalarType::Half:
-      linear_impl<Half, NBIT>(A, B, group_size, S, Z, out);
-      break;
-    case ScalarType::BFloat16:
-      linear_impl<BFloat16, NBIT>(A, B, group_size, S, Z, out);
-      break;
-    default:
-      ET_KERNEL_CHECK_MSG(ctx, false, InvalidArgument, out, "A must be float32, float16 or bfloat16");
+    case ScalarType::Float: linear_impl<float, NBIT>(A, B, group_size, S, Z, out); break;
+    case ScalarType::Half: linear_impl<Half, NBIT>(A, B, group_size, S, Z, out); break;
+    case ScalarType::BFloat16: linear_impl<BFloat16, NBIT>(A, B, group_size, S, Z, out); break;
+    default: ET_KERNEL_CHECK_MSG(ctx, false, InvalidArgument, out, "A must be float32, float16 or bfloat16");
   }
   return out;
 }

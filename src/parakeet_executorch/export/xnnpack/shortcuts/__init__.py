@@ -33,19 +33,31 @@ from contextlib import contextmanager
 
 from .affine_metadata import fast_affine_metadata
 from .decompositions import decompose_in_one_retrace, skip_empty_decompositions
-from .inert_passes import _inert_pass_predicates, skip_inert_passes
+from .inert_passes import _inert_pass_predicates, skip_inert_passes  # noqa: F401 (tests import the helper here)
 from .merge_checks import fast_merge_checks
 from .parallel import parallel_preprocess
 from .recompiles import defer_partition_recompiles
-from .retraces import _replay_transforms, graph_fingerprint, skip_unchanged_retraces
+from .retraces import _replay_transforms, graph_fingerprint, skip_unchanged_retraces  # noqa: F401 (as above)
 
-__all__ = ["EXPECTED_EXECUTORCH", "decompose_in_one_retrace", "defer_partition_recompiles", "fast_affine_metadata",
-           "fast_merge_checks", "faster_lowering", "faster_tracing", "graph_fingerprint", "parallel_preprocess",
-           "shortcuts_apply", "skip_empty_decompositions", "skip_inert_passes", "skip_unchanged_retraces"]
+__all__ = [
+    "EXPECTED_EXECUTORCH",
+    "decompose_in_one_retrace",
+    "defer_partition_recompiles",
+    "fast_affine_metadata",
+    "fast_merge_checks",
+    "faster_lowering",
+    "faster_tracing",
+    "graph_fingerprint",
+    "parallel_preprocess",
+    "shortcuts_apply",
+    "skip_empty_decompositions",
+    "skip_inert_passes",
+    "skip_unchanged_retraces",
+]
 
 # The executorch release whose lowering code the shortcuts mirror (checked at run time, see shortcuts_apply).
 EXPECTED_EXECUTORCH = "1.5.1"
-_announced: set[str] = set()  # versions already reported on stderr: one line per process, not one per context
+_announced: set[str | None] = set()  # versions already reported on stderr: one line per process, not one per context
 
 
 def _executorch_version() -> str | None:
@@ -70,8 +82,12 @@ def shortcuts_apply() -> bool:
         return True
     if found not in _announced:
         _announced.add(found)
-        print(f"parakeet_executorch: lowering shortcuts off: found executorch {found or '(not installed)'}, they "
-              f"were written against {EXPECTED_EXECUTORCH}; lowering runs stock", file=sys.stderr, flush=True)
+        print(
+            f"parakeet_executorch: lowering shortcuts off: found executorch {found or '(not installed)'}, they "
+            f"were written against {EXPECTED_EXECUTORCH}; lowering runs stock",
+            file=sys.stderr,
+            flush=True,
+        )
     return False
 
 
@@ -86,9 +102,16 @@ def faster_lowering(programs: dict | None = None, partitioners: dict | None = No
     if not (shortcuts and shortcuts_apply()):
         yield False
         return
-    with (decompose_in_one_retrace(programs, partitioners), skip_inert_passes(), skip_unchanged_retraces(),
-          skip_empty_decompositions(), fast_affine_metadata(), parallel_preprocess(),
-          defer_partition_recompiles(), fast_merge_checks()):
+    with (
+        decompose_in_one_retrace(programs, partitioners),
+        skip_inert_passes(),
+        skip_unchanged_retraces(),
+        skip_empty_decompositions(),
+        fast_affine_metadata(),
+        parallel_preprocess(),
+        defer_partition_recompiles(),
+        fast_merge_checks(),
+    ):
         yield True
 
 

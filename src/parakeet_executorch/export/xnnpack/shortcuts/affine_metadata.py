@@ -7,7 +7,6 @@ from contextlib import contextmanager
 
 import torch
 
-
 # An 8da4w / 8da8w graph carries, per linear, torchao's choose_qparams_affine, quantize_affine and two
 # dequantize_affine ops. torchao registers them as CompositeImplicitAutograd Python functions, so every replay
 # through fake tensors (XNNPACK's metadata replays, see retraces.py; the fake evaluation of preserved ops in
@@ -26,8 +25,18 @@ def _reduction_shape(block_size, size) -> list:
     return [s for i, s in enumerate(shape) if i not in reduced]
 
 
-def _choose_qparams_metadata(input, mapping_type, block_size, target_dtype, quant_min=None, quant_max=None,
-                             eps=None, scale_dtype=None, zero_point_dtype=None, keepdim=False):
+def _choose_qparams_metadata(
+    input,
+    mapping_type,
+    block_size,
+    target_dtype,
+    quant_min=None,
+    quant_max=None,
+    eps=None,
+    scale_dtype=None,
+    zero_point_dtype=None,
+    keepdim=False,
+):
     if keepdim:
         shape = [input.size(i) // block_size[i] for i in range(len(block_size))]
     else:
@@ -35,8 +44,7 @@ def _choose_qparams_metadata(input, mapping_type, block_size, target_dtype, quan
     if zero_point_dtype is None:
         # torchao: int32 for asymmetric mappings; symmetric ones keep the zero point in the input's dtype.
         zero_point_dtype = torch.int32 if mapping_type == "ASYMMETRIC" else input.dtype
-    return (input.new_empty(shape, dtype=scale_dtype or input.dtype),
-            input.new_empty(shape, dtype=zero_point_dtype))
+    return (input.new_empty(shape, dtype=scale_dtype or input.dtype), input.new_empty(shape, dtype=zero_point_dtype))
 
 
 def _quantize_metadata(input, block_size, scale, zero_point, output_dtype, quant_min=None, quant_max=None):
@@ -45,14 +53,17 @@ def _quantize_metadata(input, block_size, scale, zero_point, output_dtype, quant
     return input.new_empty(input.shape, dtype=torch.uint8 if output_dtype in _SUB_BYTE_UINT_BOUNDS else output_dtype)
 
 
-def _dequantize_metadata(input, block_size, scale, zero_point, input_dtype, quant_min=None, quant_max=None,
-                         output_dtype=torch.float32):
+def _dequantize_metadata(
+    input, block_size, scale, zero_point, input_dtype, quant_min=None, quant_max=None, output_dtype=torch.float32
+):
     return input.new_empty(input.shape, dtype=output_dtype)
 
 
-_AFFINE_METADATA = {"choose_qparams_affine": _choose_qparams_metadata,
-                    "quantize_affine": _quantize_metadata,
-                    "dequantize_affine": _dequantize_metadata}
+_AFFINE_METADATA = {
+    "choose_qparams_affine": _choose_qparams_metadata,
+    "quantize_affine": _quantize_metadata,
+    "dequantize_affine": _dequantize_metadata,
+}
 
 
 def _metadata_only(args) -> bool:
@@ -64,8 +75,10 @@ def _metadata_only(args) -> bool:
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
     if not tensors or not all(type(t) is FakeTensor for t in tensors) or not tensors[0].is_contiguous():
         return False
-    return all(torch._C._get_dispatch_mode(key) is None
-               for key in (torch._C._TorchDispatchModeKey.PROXY, torch._C._TorchDispatchModeKey.FUNCTIONAL))
+    return all(
+        torch._C._get_dispatch_mode(key) is None
+        for key in (torch._C._TorchDispatchModeKey.PROXY, torch._C._TorchDispatchModeKey.FUNCTIONAL)
+    )
 
 
 _affine_library: torch.library.Library | None = None

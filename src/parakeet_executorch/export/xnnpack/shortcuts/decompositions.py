@@ -37,12 +37,16 @@ def skip_empty_decompositions():
     def wrap(original):
         def run_decompositions(self, decomp_table=None, *args, **kwargs):
             if decomp_table and not any(
-                    node.op == "call_function" and node.target in decomp_table
-                    and str(node.target) not in _NOTHING_TO_DECOMPOSE for node in self.graph_module.graph.nodes):
+                node.op == "call_function"
+                and node.target in decomp_table
+                and str(node.target) not in _NOTHING_TO_DECOMPOSE
+                for node in self.graph_module.graph.nodes
+            ):
                 stats["skipped"] += 1
                 return self
             stats["run"] += 1
             return original(self, decomp_table, *args, **kwargs)
+
         return run_decompositions
 
     with _wrapped_run_decompositions(wrap):
@@ -92,6 +96,7 @@ def decompose_in_one_retrace(programs: dict | None = None, partitioners: dict | 
                 stats["merged"] += 1
                 return original(self, entry[1], *args, **kwargs)
             return original(self, decomp_table, *args, **kwargs)
+
         return run_decompositions
 
     with _wrapped_run_decompositions(wrap):

@@ -7,7 +7,6 @@ from unittest import mock
 
 import torch
 
-
 # Some ExportPass subclasses only rewrite ops of one kind, during a full replay of the graph through fake tensors
 # (~10 s per pass for the full-size encoder). Three run while converting to the Edge dialect, two more in every
 # XNNPACK partition's preprocess; a Parakeet graph has no op of their kind by then, and the replay rebuilds the
@@ -39,8 +38,11 @@ def _has_symbolic_tensor_argument(graph_module) -> bool:
 
     def check(value, argument):
         nonlocal found
-        if (isinstance(value, torch.fx.Node) and isinstance(argument.type, torch.TensorType)
-                and type(value.meta.get("val")) in (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        if (
+            isinstance(value, torch.fx.Node)
+            and isinstance(argument.type, torch.TensorType)
+            and type(value.meta.get("val")) in (torch.SymInt, torch.SymFloat, torch.SymBool)
+        ):
             found = True
         return value
 
@@ -61,7 +63,7 @@ def _has_constant_op(graph_module) -> bool:
     """ConstPropPass folds an op whose arguments are all constants during the replay: Python values, or tensors
     a ``get_attr`` reads (the replay hands those over as real tensors; any other node is a fake value)."""
     for node in _op_nodes(graph_module):
-        inputs = []
+        inputs: list = []
         torch.fx.node.map_arg((node.args, node.kwargs), inputs.append)
         if all(n.op == "get_attr" for n in inputs):
             return True
@@ -80,16 +82,17 @@ def _replays_only_op_overloads(graph_module) -> bool:
 
 
 def _inert_pass_predicates() -> dict:
-    from executorch.exir.passes import (NormalizeTransposePass, ReplaceBrokenOpsWithFunctionalOpsPass,
-                                        SymToTensorPass)
+    from executorch.exir.passes import NormalizeTransposePass, ReplaceBrokenOpsWithFunctionalOpsPass, SymToTensorPass
     from executorch.exir.passes.const_prop_pass import ConstPropPass
     from executorch.exir.passes.memory_format_ops_pass import DimOrderOpsRevertPass
 
-    return {NormalizeTransposePass: _has_aten_t,
-            ReplaceBrokenOpsWithFunctionalOpsPass: _has_view_op,
-            SymToTensorPass: _has_symbolic_tensor_argument,
-            DimOrderOpsRevertPass: _has_dim_order_op,
-            ConstPropPass: _has_constant_op}
+    return {
+        NormalizeTransposePass: _has_aten_t,
+        ReplaceBrokenOpsWithFunctionalOpsPass: _has_view_op,
+        SymToTensorPass: _has_symbolic_tensor_argument,
+        DimOrderOpsRevertPass: _has_dim_order_op,
+        ConstPropPass: _has_constant_op,
+    }
 
 
 @contextmanager

@@ -11,7 +11,6 @@ import torch
 from .inert_passes import skip_inert_passes
 from .retraces import skip_unchanged_retraces
 
-
 _jobs: list = []  # (backend class, edge program, compile specs), read by forked workers
 
 
@@ -53,14 +52,18 @@ def parallel_preprocess(workers: int | None = None):
 
     if workers is None:
         workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
     def preprocess_multimethod(cls, edge_programs, compile_specs):
         order = [(name, i) for name, programs in edge_programs.items() for i in range(len(programs))]
         if workers < 2 or len(order) < 2 or not sys.platform.startswith("linux"):
             return super(XnnpackBackend, cls).preprocess_multimethod(edge_programs, compile_specs)
         _jobs[:] = [(cls, edge_programs[name][i], compile_specs[name][i]) for name, i in order]
         try:
-            with ProcessPoolExecutor(min(workers, len(order)), mp_context=multiprocessing.get_context("fork"),
-                                     initializer=_single_threaded_worker) as pool:
+            with ProcessPoolExecutor(
+                min(workers, len(order)),
+                mp_context=multiprocessing.get_context("fork"),
+                initializer=_single_threaded_worker,
+            ) as pool:
                 results = list(pool.map(_preprocess_job, range(len(order))))
         finally:
             _jobs.clear()

@@ -69,8 +69,10 @@ def defer_partition_recompiles():
                 pending.clear()
 
     depth = 0
-    with (mock.patch.object(lowered_backend_module, "legalize_graph", legalize_graph),
-          mock.patch.object(backend_api, "_create_partitions_in_graph_module", create_partitions_in_graph_module)):
+    with (
+        mock.patch.object(lowered_backend_module, "legalize_graph", legalize_graph),
+        mock.patch.object(backend_api, "_create_partitions_in_graph_module", create_partitions_in_graph_module),
+    ):
         yield stats
 
 

@@ -33,7 +33,7 @@ def graph_fingerprint(graph_module: torch.fx.GraphModule) -> tuple:
         target = node.target if isinstance(node.target, str) else id(node.target)
         extra = None
         if node.op == "get_attr":
-            obj = graph_module
+            obj: object = graph_module
             for part in node.target.split("."):
                 obj = getattr(obj, part, None)
             extra = id(obj)
@@ -41,9 +41,23 @@ def graph_fingerprint(graph_module: torch.fx.GraphModule) -> tuple:
     return tuple(items)
 
 
-_REPLAY_HOOKS = ("placeholder", "output", "inputs", "on_attr", "call_operator", "call_sym", "call_getitem",
-                 "call_cond", "call_map", "call_while", "call_scan", "call_delegate", "call_submodule",
-                 "call_size_operator", "call_size_operator_all")
+_REPLAY_HOOKS = (
+    "placeholder",
+    "output",
+    "inputs",
+    "on_attr",
+    "call_operator",
+    "call_sym",
+    "call_getitem",
+    "call_cond",
+    "call_map",
+    "call_while",
+    "call_scan",
+    "call_delegate",
+    "call_submodule",
+    "call_size_operator",
+    "call_size_operator_all",
+)
 
 
 def _replay_transforms(pass_class: type, export_pass: type) -> bool:
