@@ -81,15 +81,16 @@ def test_silence_features_are_nemos(transcriber_xnnpack, nemo_model, seconds):
     assert ((ours - ref).abs() <= 2.0**-22 * ref.abs()).all(), f"max error {(ours - ref).abs().max():.3g}"
 
 
-def test_demo_model_hears_nothing_in_digital_silence(demo_nemo, export_root):
-    """3.61 s of zeros: NeMo's transcript of the trained demo model is empty; the .pte printed "our horse"."""
+def test_demo_model_on_digital_silence_equals_nemo(demo_nemo, export_root):
+    """3.61 s of zeros: the .pte gives NeMo's transcript of the trained demo model token for token (before the
+    preprocessor's normalisation was traced in PyTorch's float order, the first demo model's .pte printed "our
+    horse" where NeMo heard nothing; the shipped model hears one token there, in NeMo as in the .pte)."""
     from parakeet_executorch.export.load import load_nemo_model
 
     from conftest import export_tiny, make_transcriber
 
     audio = _constant_signal("zeros", 3.61)
     ref = nemo_transcribe(load_nemo_model(str(demo_nemo)), audio)
-    assert ref["ids"] == [] and ref["text"] == ""
     ours = make_transcriber(export_tiny(demo_nemo, export_root, "xnnpack")).transcribe(audio)
     assert_same_transcript(runner_result(ours), ref)
 
