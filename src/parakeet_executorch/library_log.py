@@ -117,7 +117,8 @@ def quiet_cli(prog: str) -> Callable:
     """Decorate a CLI ``main(argv=None) -> int``: unless ``argv`` (or ``sys.argv[1:]``) holds ``-v``/``--verbose``,
     third-party logging and warnings go to :func:`log_path` while it runs. Nested calls (the demo runs the export's
     ``main``) share the outer log. When the file cannot be opened (read-only cache), output is left as it is.
-    On a non-zero return or an exception, one ``prog: library messages are in PATH`` line goes to stderr."""
+    When ``main`` raises (a crash, not a handled error), one ``prog: library messages are in PATH`` line goes to
+    stderr; a handled error (non-zero return, argparse's exit) keeps its own one-line message as the last line."""
 
     def decorate(main: Callable) -> Callable:
         @functools.wraps(main)
@@ -134,19 +135,19 @@ def quiet_cli(prog: str) -> Callable:
                 return main(argv)
             _active = _LibraryLog(path, stream)
             _active.open()
-            ok = False
+            crashed = True
             try:
                 with warnings.catch_warnings():  # filters set by libraries while main runs are undone with it
                     rc = main(argv)
-                ok = rc == 0
+                crashed = False
                 return rc
-            except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
-                ok = exc.code in (0, None)
+            except SystemExit:  # argparse: --help (0) or a usage error (2), already explained in one line
+                crashed = False
                 raise
             finally:
                 log, _active = _active, None
                 log.close()
-                if not ok and path.stat().st_size:
+                if crashed and path.stat().st_size:
                     print(f"{prog}: library messages are in {path} (-v shows them)", file=sys.stderr)
 
         return wrapped
