@@ -63,7 +63,9 @@ def _config_8da4w(group_size: int, qparams: str):
     # XNNPACK's blockwise int4 kernels keep group scales in bf16; choosing them in bf16 here makes the eager
     # model and the lowered one use the same scales (with fp32 scales they differed by up to 6 % per layer).
     return Int8DynamicActivationIntxWeightConfig(
-        weight_dtype=torch.int4,  # type: ignore[attr-defined]  # missing from torch's type stubs weight_granularity=_granularity(group_size), weight_scale_dtype=torch.bfloat16
+        weight_dtype=torch.int4,  # type: ignore[attr-defined]  # missing from torch's type stubs
+        weight_granularity=_granularity(group_size),
+        weight_scale_dtype=torch.bfloat16,
     )
 
 
