@@ -159,6 +159,9 @@ def nemo_system(model_path: str, sets: dict) -> dict:
     for name in (*SETS, "long"):
         hyps = model.transcribe([r["path"] for r in sets[name]], batch_size=16, verbose=False)
         out[name] = [h.text for h in hyps]
+    # transcribe() ends by unfreezing encoder, decoder and joint, which leaves them in training mode (dropout on,
+    # BatchNorm on batch statistics); NeMo's buffered decoding below calls the model directly, so switch back.
+    model.eval()
     tokens = nemo_buffered(model, load_audio(sets["long_path"], 16000), *LONG_CONTEXT_S)
     frame_s = model.preprocessor.featurizer.hop_length * model.encoder.subsampling_factor / 16000
     words = _words_from_tokens(model.tokenizer, tokens, frame_s)
