@@ -4,6 +4,7 @@ two-worker run), the same text with one or two workers, and bad input refused be
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -164,6 +165,14 @@ def test_two_workers_give_the_same_text(exported_xnnpack, corpus, reference, tmp
     assert all("tokens" in line and "segments" in line for line in lines if "pred_text" in line)
 
 
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie is gone
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads the worker processes from /proc")
 def test_kill_9_of_a_two_worker_run_then_rerun(exported_xnnpack, corpus, reference, tmp_path):
     out = tmp_path / "out.jsonl"
     cmd = [sys.executable, "-m", "parakeet_executorch.runtime.cli", "--model", str(exported_xnnpack / "model.pte")]
@@ -174,10 +183,17 @@ def test_kill_9_of_a_two_worker_run_then_rerun(exported_xnnpack, corpus, referen
         while not (out.exists() and out.read_bytes().count(b"\n") >= 1) and proc.poll() is None:
             assert time.monotonic() < deadline, "no output line within 120 s"
             time.sleep(0.01)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # the parent and its workers, as a kill -9 of the job
+        children = [int(c) for c in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()]
+        os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-    assert proc.returncode == -signal.SIGKILL, "the run ended before it was killed"
+        assert proc.returncode == -signal.SIGKILL, "the run ended before it was killed"
+        deadline = time.monotonic() + 10
+        while any(alive(c) for c in children) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(alive(c) for c in children), "a worker outlived its killed parent"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # whatever is left of the run
     before = out.read_bytes().count(b"\n")
     assert 1 <= before < 13
     assert run(exported_xnnpack, corpus, out, "--quiet") == 2

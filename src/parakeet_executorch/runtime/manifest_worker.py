@@ -8,6 +8,9 @@ that a spawned worker unpickles its arguments and routes the libraries' logging 
 from __future__ import annotations
 
 import io
+import os
+import threading
+import time
 import warnings
 from contextlib import redirect_stderr
 from pathlib import Path
@@ -74,7 +77,8 @@ def init_worker(
     threads: int,
 ) -> None:
     """The pool's initializer: library output to the parent's log file ``log`` (None: left on stderr, as with
-    ``-v``), Ctrl-C left to the parent, ``threads`` torch threads, and the model loaded once."""
+    ``-v``), Ctrl-C left to the parent, an exit within a second of the parent's death, ``threads`` torch threads,
+    and the model loaded once."""
     import signal
 
     from ..library_log import join_log
@@ -82,12 +86,20 @@ def init_worker(
     global _state
     join_log(log)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     import torch
 
     torch.set_num_threads(threads)
     with redirect_stderr(io.StringIO()):  # the runtime's load chatter; the parent loaded (and showed) it once
         transcriber = load(model_path, tokenizer, check_fingerprint, long_form)
     _state = (transcriber, long_form, non_finite, levels)
+
+
+def _exit_with_parent(parent: int) -> None:
+    # A parent killed by SIGKILL cannot stop its pool; its workers would wait for work forever, each holding a model.
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
 
 
 def work(entry: ManifestEntry) -> Result:
