@@ -158,6 +158,21 @@ def test_rerun_after_interruption_skips_finished_lines_and_drops_a_torn_one(
     assert out.read_bytes() == before
 
 
+def test_a_file_listed_twice_gets_two_lines_and_a_complete_output_is_left_alone(exported_xnnpack, corpus, tmp_path):
+    clip = corpus.parent / "audio" / "a_8k.flac"
+    manifest = tmp_path / "twice.jsonl"
+    records = [{"audio_filepath": str(clip)}, {"audio_filepath": os.path.relpath(clip, tmp_path)}]
+    manifest.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = tmp_path / "out.jsonl"
+    assert run(exported_xnnpack, manifest, out, "--quiet") == 0
+    lines = read_jsonl(out)
+    assert [line["audio_filepath"] for line in lines] == [r["audio_filepath"] for r in records]
+    assert lines[0]["pred_text"] == lines[1]["pred_text"]
+    before = out.read_bytes()
+    assert run(exported_xnnpack, manifest, out, "--quiet") == 0
+    assert out.read_bytes() == before
+
+
 def test_two_workers_give_the_same_text(exported_xnnpack, corpus, reference, tmp_path):
     out = tmp_path / "out.jsonl"
     assert run(exported_xnnpack, corpus, out, "--workers", "2", "--quiet", "--timestamps", "all") == 2

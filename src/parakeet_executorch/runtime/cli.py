@@ -6,6 +6,8 @@ works in flat memory. ``--stream -`` reads raw 16-bit PCM from stdin and ``--mic
 device; both print text as it is decided (``live.py``). The transcript goes to stdout; stage timings and RTFx
 (audio seconds / wall seconds) go to stderr. Every file that can be read is transcribed; each one that cannot gets
 one ``error:`` line on stderr naming it (and an ``error`` entry in JSON output), and the exit status is then 2.
+``--manifest in.jsonl --output out.jsonl`` transcribes a NeMo-style manifest into JSONL, resumably, with
+``--workers`` processes (``manifest_cli.py``, ``manifest.py``).
 """
 
 from __future__ import annotations
