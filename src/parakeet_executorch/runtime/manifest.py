@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Generator, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,7 +36,11 @@ from .manifest_worker import Result, init_worker, load, transcribe_entry, work
 
 PROG = "parakeet-transcribe"
 
-__all__ = ["ManifestError", "ManifestOptions", "ManifestSummary", "transcribe_manifest"]
+__all__ = ["ManifestError", "ManifestOptions", "ManifestSummary", "WorkerError", "transcribe_manifest"]
+
+
+class WorkerError(RuntimeError):
+    """A worker process died (killed, out of memory, its model failed to load); finished lines stay in the output."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,7 @@ def transcribe_manifest(
         PteModelError / TokenizerError: the model or tokenizer cannot be loaded; ContextError: context sizes the
             .pte cannot take.
         ValueError: ``workers`` < 1 or an unknown ``timestamps`` level.
+        WorkerError: a worker process died.
         OSError: the output cannot be written.
     """
     options = options or ManifestOptions()
@@ -119,9 +125,10 @@ def transcribe_manifest(
         else:
             todo.append(entry)
     results: Generator[Result, None, None]
-    if options.workers > 1:
+    workers = min(options.workers, len(todo))
+    if workers > 1:
         del transcriber  # the workers load their own
-        results = _in_workers(todo, model_path, options)
+        results = _in_workers(todo, model_path, options, workers)
     else:
         levels = LEVELS[options.timestamps]
         results = (transcribe_entry(transcriber, e, options.long_form, options.non_finite, levels) for e in todo)
@@ -152,17 +159,17 @@ def transcribe_manifest(
 
 
 def _in_workers(
-    todo: Iterable[ManifestEntry], model_path: str | Path, options: ManifestOptions
+    todo: Iterable[ManifestEntry], model_path: str | Path, options: ManifestOptions, workers: int
 ) -> Generator[Result, None, None]:
-    """Transcribe ``todo`` in ``options.workers`` spawned processes, yielding results as they finish; at most two
-    files per worker are queued at a time, so an interrupted run loses only those."""
+    """Transcribe ``todo`` in ``workers`` spawned processes, yielding results as they finish; at most two files per
+    worker are queued at a time, so an interrupted run loses only those. Raises WorkerError when a worker dies."""
     from ..library_log import active_log_path
 
     log = active_log_path()
-    threads = max(1, (os.cpu_count() or 1) // options.workers)
+    threads = max(1, (os.cpu_count() or 1) // workers)
     tokenizer = None if options.tokenizer is None else str(options.tokenizer)
     pool = ProcessPoolExecutor(
-        options.workers,
+        workers,
         mp_context=multiprocessing.get_context("spawn"),  # fork after torch has started threads can deadlock
         initializer=init_worker,
         initargs=(
@@ -179,13 +186,20 @@ def _in_workers(
     pending = iter(todo)
     inflight: dict = {}
     try:
-        for _ in range(2 * options.workers):
+        for _ in range(2 * workers):
             _submit(pool, pending, inflight)
         while inflight:
             finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
             for future in finished:
-                del inflight[future]
-                yield future.result()
+                entry = inflight.pop(future)
+                try:
+                    result = future.result()
+                except BrokenProcessPool as exc:
+                    raise WorkerError(
+                        f"a worker process died while transcribing {entry.audio} (out of memory?); "
+                        "the lines written so far are kept: run the same command again to resume"
+                    ) from exc
+                yield result
                 _submit(pool, pending, inflight)
     finally:
         pool.shutdown(wait=not inflight, cancel_futures=True)

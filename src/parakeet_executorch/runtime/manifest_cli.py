@@ -29,7 +29,7 @@ def usage_error(args, live: bool) -> str | None:
 def run_manifest(args, options: LongFormOptions, non_finite: str) -> int:
     """``--manifest``: transcribe a JSONL manifest into ``--output`` (``manifest.transcribe_manifest``)."""
     from ..tokenizer import TokenizerError
-    from .manifest import ManifestError, ManifestOptions, transcribe_manifest
+    from .manifest import ManifestError, ManifestOptions, WorkerError, transcribe_manifest
     from .pte_model import PteModelError
 
     manifest_options = ManifestOptions(
@@ -44,7 +44,7 @@ def run_manifest(args, options: LongFormOptions, non_finite: str) -> int:
     try:
         with printed_warnings():
             summary = transcribe_manifest(args.manifest, args.output, args.model, manifest_options)
-    except (ManifestError, TokenizerError, PteModelError, OSError) as exc:
+    except (ManifestError, TokenizerError, PteModelError, WorkerError, OSError) as exc:
         print(f"{PROG}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     if not args.quiet:
