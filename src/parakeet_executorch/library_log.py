@@ -106,6 +106,26 @@ def library_stream() -> TextIO:
     return _active.stream if _active is not None else sys.stderr
 
 
+def active_log_path() -> Path | None:
+    """The log file :func:`quiet_cli` has open in this process, or None (``-v``, or outside a quiet CLI)."""
+    return _active.path if _active is not None else None
+
+
+def join_log(path: str | Path | None) -> None:
+    """In a worker process of a quiet CLI: send its library logging and warnings to the parent's log file ``path``
+    (appended) for the rest of the process, before the libraries are imported. None, an unwritable file, or a log
+    already open: output is left as it is."""
+    global _active
+    if path is None or _active is not None:
+        return
+    try:
+        stream = open(path, "a", encoding="utf-8", errors="replace")  # noqa: SIM115 (open until the process ends)
+    except OSError:
+        return
+    _active = _LibraryLog(Path(path), stream)
+    _active.open()
+
+
 def log_path(prog: str) -> Path:
     """``<user cache>/logs/<prog>.log`` (see ``user_cache.cache_root``); overwritten by each run."""
     from .user_cache import cache_root

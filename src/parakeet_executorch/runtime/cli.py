@@ -6,6 +6,8 @@ works in flat memory. ``--stream -`` reads raw 16-bit PCM from stdin and ``--mic
 device; both print text as it is decided (``live.py``). The transcript goes to stdout; stage timings and RTFx
 (audio seconds / wall seconds) go to stderr. Every file that can be read is transcribed; each one that cannot gets
 one ``error:`` line on stderr naming it (and an ``error`` entry in JSON output), and the exit status is then 2.
+``--manifest in.jsonl --output out.jsonl`` transcribes a NeMo-style manifest into JSONL, resumably, with
+``--workers`` processes (``manifest_cli.py``, ``manifest.py``).
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--format",
         choices=("txt", "json", "jsonl", "srt", "vtt"),
-        default="txt",
-        help="jsonl: one JSON object per file, or per decoded chunk with --stream/--mic",
+        default=None,
+        help="default txt; jsonl: one JSON object per file, or per decoded chunk with --stream/--mic",
     )
     p.add_argument(
         "--timestamps",
@@ -76,6 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--quiet", action="store_true", help="no progress bar or per-file timings on stderr")
     p.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
+    m = p.add_argument_group("manifest mode (a corpus, resumable)")
+    m.add_argument("--manifest", help='NeMo-style JSONL manifest: one {"audio_filepath", ...} object per line')
+    m.add_argument(
+        "--output", help="JSONL results: each input line plus pred_text (or error); a rerun skips finished lines"
+    )
+    m.add_argument("--workers", type=int, default=1, help="processes, each with its own model (default 1)")
     s = p.add_argument_group("live audio")
     s.add_argument("--stream", metavar="-", help="read raw signed 16-bit little-endian PCM from stdin ('-')")
     s.add_argument("--stream-rate", type=int, default=16000, help="sample rate of --stream / --mic (Hz)")
@@ -207,6 +215,12 @@ def load_transcriber(model: str | Path, tokenizer: str | Path | None = None, *, 
 
 def _usage_error(args) -> str | None:
     live = args.stream is not None or args.mic
+    if args.manifest is not None or args.output is not None:
+        from .manifest_cli import usage_error
+
+        return usage_error(args, live)
+    if args.workers != 1:
+        return "--workers is for --manifest"
     if args.stream is not None and args.stream != "-":
         return "--stream takes '-' (standard input); pass audio files as arguments instead"
     if args.stream is not None and args.mic:
@@ -214,7 +228,7 @@ def _usage_error(args) -> str | None:
     if live and args.audio:
         return "audio files and --stream/--mic are exclusive; pass one of them"
     if not live and not args.audio:
-        return "no input: pass audio files, --stream - (raw PCM on stdin) or --mic"
+        return "no input: pass audio files, --manifest (with --output), --stream - (raw PCM on stdin) or --mic"
     if live and args.format in ("json", "srt", "vtt"):
         return f"--format {args.format} needs the whole transcript; with --stream/--mic use txt or jsonl"
     if live and args.chunk_seconds == 0:
@@ -238,8 +252,13 @@ def main(argv: list[str] | None = None) -> int:
 
     live = args.stream is not None or args.mic
     options = resolve_context(args, live)
-    timestamps = args.timestamps or ("all" if args.format in ("json", "jsonl") else "none")
     non_finite = "zero" if args.zero_non_finite else "error"
+    if args.manifest is not None:
+        from .manifest_cli import run_manifest
+
+        return run_manifest(args, options, non_finite)
+    args.format = args.format or "txt"
+    timestamps = args.timestamps or ("all" if args.format in ("json", "jsonl") else "none")
     try:
         transcriber = load_transcriber(
             args.model, args.tokenizer, check_fingerprint=not args.ignore_tokenizer_fingerprint

@@ -1,0 +1,228 @@
+"""Manifest mode: transcribe every file of a NeMo-style JSONL manifest into a JSONL output, resumably, with one or
+several worker processes on one machine (``parakeet-transcribe --manifest in.jsonl --output out.jsonl``).
+
+Each file, of any length, goes through ``longform.transcribe_file`` (one pass, or buffered decoding past one
+window). Output lines are appended as files finish (not in input order), each with one write, and the key fields of
+``manifest_io`` let a rerun skip what is already done; a run killed at any point loses only the files in flight.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import time
+from collections.abc import Generator, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .formats import LEVELS
+from .longform import FILE_CONTEXT, LongFormOptions
+from .manifest_io import (
+    KEY_AUDIO,
+    KEY_MODEL,
+    RESULT_KEYS,
+    LineWriter,
+    ManifestEntry,
+    ManifestError,
+    check_output_path,
+    file_sha256,
+    finished_lines,
+    read_manifest,
+)
+from .manifest_worker import Result, init_worker, load, transcribe_entry, work
+
+PROG = "parakeet-transcribe"
+
+__all__ = ["ManifestError", "ManifestOptions", "ManifestSummary", "WorkerError", "transcribe_manifest"]
+
+
+class WorkerError(RuntimeError):
+    """A worker process died (killed, out of memory, its model failed to load); finished lines stay in the output."""
+
+
+@dataclass(frozen=True)
+class ManifestOptions:
+    """How ``transcribe_manifest`` runs.
+
+    Attributes:
+        workers: processes, each with its own copy of the model (1: in this process).
+        timestamps: a ``formats.LEVELS`` key: ``none`` (``pred_text`` only), ``token``, ``word``, ``segment`` or
+            ``all``; each level becomes a list of ``{"text", "start", "end"}`` (seconds; tokens also ``"id"``).
+        long_form: context sizes in seconds for files longer than one window.
+        non_finite: ``"error"`` fails a file with NaN/Inf samples, ``"zero"`` replaces them by silence.
+        tokenizer: the tokenizer.model (default: the one next to the .pte).
+        check_fingerprint: require the tokenizer the .pte was exported with.
+        quiet: no progress bar or summary on stderr (the bar shows only on a terminal anyway).
+    """
+
+    workers: int = 1
+    timestamps: str = "none"
+    long_form: LongFormOptions = field(default_factory=lambda: LongFormOptions(*FILE_CONTEXT))
+    non_finite: str = "error"
+    tokenizer: str | Path | None = None
+    check_fingerprint: bool = True
+    quiet: bool = False
+
+
+@dataclass(frozen=True)
+class ManifestSummary:
+    """What a run did. ``total`` manifest entries = ``skipped`` (finished by an earlier run) + those done now;
+    ``failed`` counts entries whose output line holds an ``error``, earlier runs' included. ``audio_seconds`` and
+    ``wall_seconds`` cover this run's files only (seconds)."""
+
+    total: int
+    skipped: int
+    transcribed: int
+    failed: int
+    audio_seconds: float
+    wall_seconds: float
+
+    @property
+    def rtfx(self) -> float:
+        """Audio seconds transcribed per wall second of this run (0 when nothing ran)."""
+        return self.audio_seconds / self.wall_seconds if self.wall_seconds > 0 else 0.0
+
+
+def transcribe_manifest(
+    manifest: str | Path, output: str | Path, model_path: str | Path, options: ManifestOptions | None = None
+) -> ManifestSummary:
+    """Transcribe the files of ``manifest`` into ``output`` (JSONL), skipping those already finished there.
+
+    Each output line is the input object (without earlier result keys) plus ``pred_text`` and the requested
+    timestamp levels (times in seconds), or ``error`` (one line naming the file) when the file could not be
+    transcribed, plus ``warnings`` when the audio raised any (a truncated file, zeroed NaN/Inf), and the resume keys
+    ``resolved_audio_filepath`` and ``pte_sha256``. Everything is checked before the output is touched.
+
+    Raises:
+        ManifestError: bad manifest, or ``output`` is the manifest.
+        PteModelError / TokenizerError: the model or tokenizer cannot be loaded; ContextError: context sizes the
+            .pte cannot take.
+        ValueError: ``workers`` < 1 or an unknown ``timestamps`` level.
+        WorkerError: a worker process died.
+        OSError: the output cannot be written.
+    """
+    options = options or ManifestOptions()
+    if options.workers < 1:
+        raise ValueError(f"workers must be at least 1, got {options.workers}")
+    if options.timestamps not in LEVELS:
+        raise ValueError(f"timestamps must be one of {', '.join(LEVELS)}, got {options.timestamps!r}")
+    t0 = time.perf_counter()
+    entries = read_manifest(manifest)
+    check_output_path(manifest, output)
+    # Loaded here even for workers: a bad model, tokenizer or context size fails before the output is touched.
+    transcriber = load(model_path, options.tokenizer, options.check_fingerprint, options.long_form)
+    sha = file_sha256(model_path)
+    done, _ = finished_lines(output, sha)
+    todo, skipped, failed = [], 0, 0
+    for entry in entries:
+        previous = done.get(str(entry.audio))
+        if previous:
+            failed += previous.pop(0)
+            skipped += 1
+        else:
+            todo.append(entry)
+    results: Generator[Result, None, None]
+    workers = min(options.workers, len(todo))
+    if workers > 1:
+        del transcriber  # the workers load their own
+        results = _in_workers(todo, model_path, options, workers)
+    else:
+        levels = LEVELS[options.timestamps]
+        results = (transcribe_entry(transcriber, e, options.long_form, options.non_finite, levels) for e in todo)
+    bar = _progress_bar(len(todo), options.quiet)
+    audio_seconds, transcribed = 0.0, 0
+    try:
+        with LineWriter(output) as writer:
+            for entry, fields, seconds in results:
+                record = {k: v for k, v in entry.record.items() if k not in RESULT_KEYS}
+                writer.write({**record, **fields, KEY_AUDIO: str(entry.audio), KEY_MODEL: sha})
+                for w in fields.get("warnings", ()):
+                    _say(bar, f"{PROG}: warning: {w}")
+                if "error" in fields:
+                    failed += 1
+                    _say(bar, f"{PROG}: error: {fields['error']}")
+                else:
+                    transcribed += 1
+                audio_seconds += seconds
+                if bar is not None:
+                    wall = time.perf_counter() - t0
+                    bar.set_postfix_str(f"{audio_seconds / 3600:.2f} h audio, RTFx {audio_seconds / wall:.1f}")
+                    bar.update(1)
+    finally:
+        results.close()
+        if bar is not None:
+            bar.close()
+    return ManifestSummary(len(entries), skipped, transcribed, failed, audio_seconds, time.perf_counter() - t0)
+
+
+def _in_workers(
+    todo: Iterable[ManifestEntry], model_path: str | Path, options: ManifestOptions, workers: int
+) -> Generator[Result, None, None]:
+    """Transcribe ``todo`` in ``workers`` spawned processes, yielding results as they finish; at most two files per
+    worker are queued at a time, so an interrupted run loses only those. Raises WorkerError when a worker dies."""
+    from ..library_log import active_log_path
+
+    log = active_log_path()
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    tokenizer = None if options.tokenizer is None else str(options.tokenizer)
+    pool = ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context("spawn"),  # fork after torch has started threads can deadlock
+        initializer=init_worker,
+        initargs=(
+            None if log is None else str(log),
+            str(model_path),
+            tokenizer,
+            options.check_fingerprint,
+            options.long_form,
+            options.non_finite,
+            LEVELS[options.timestamps],
+            threads,
+        ),
+    )
+    pending = iter(todo)
+    inflight: dict = {}
+    try:
+        for _ in range(2 * workers):
+            _submit(pool, pending, inflight)
+        while inflight:
+            finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
+            for future in finished:
+                entry = inflight.pop(future)
+                try:
+                    result = future.result()
+                except BrokenProcessPool as exc:
+                    raise WorkerError(
+                        f"a worker process died while transcribing {entry.audio} (out of memory?); "
+                        "the lines written so far are kept: run the same command again to resume"
+                    ) from exc
+                yield result
+                _submit(pool, pending, inflight)
+    finally:
+        pool.shutdown(wait=not inflight, cancel_futures=True)
+
+
+def _submit(pool: ProcessPoolExecutor, pending: Iterator[ManifestEntry], inflight: dict) -> None:
+    entry = next(pending, None)
+    if entry is not None:
+        inflight[pool.submit(work, entry)] = entry
+
+
+def _progress_bar(total: int, quiet: bool):
+    if quiet or not total or not sys.stderr.isatty():
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:  # tqdm comes with executorch's dependencies; without it, no bar
+        return None
+    return tqdm(total=total, unit="file", file=sys.stderr, dynamic_ncols=True)
+
+
+def _say(bar, line: str) -> None:
+    if bar is not None:
+        bar.write(line, file=sys.stderr)
+    else:
+        print(line, file=sys.stderr)

@@ -1,0 +1,61 @@
+"""``parakeet-transcribe --manifest in.jsonl --output out.jsonl``: the command line's side of manifest mode (its
+flags checked, the run, the summary and exit status); the work is ``manifest.transcribe_manifest``."""
+
+from __future__ import annotations
+
+import sys
+
+from .cli import PROG, printed_warnings
+from .longform import LongFormOptions
+
+
+def usage_error(args, live: bool) -> str | None:
+    """What is wrong with the manifest flags of the command line, or None."""
+    if args.manifest is None:
+        return "--output is for --manifest; the transcript of audio files goes to stdout"
+    if args.output is None:
+        return "--manifest needs --output (the JSONL file of results)"
+    if args.audio or live:
+        return "--manifest and audio files (or --stream/--mic) are exclusive; pass one of them"
+    if args.format is not None:
+        return "--format does not apply to --manifest (the output is JSONL); use --timestamps for the levels"
+    if args.partial:
+        return "--partial is for --stream/--mic"
+    if args.workers < 1:
+        return "--workers must be at least 1"
+    return None
+
+
+def run_manifest(args, options: LongFormOptions, non_finite: str) -> int:
+    """``--manifest``: transcribe a JSONL manifest into ``--output`` (``manifest.transcribe_manifest``)."""
+    from ..tokenizer import TokenizerError
+    from .manifest import ManifestError, ManifestOptions, WorkerError, transcribe_manifest
+    from .pte_model import PteModelError
+
+    manifest_options = ManifestOptions(
+        workers=args.workers,
+        timestamps=args.timestamps or "none",
+        long_form=options,
+        non_finite=non_finite,
+        tokenizer=args.tokenizer,
+        check_fingerprint=not args.ignore_tokenizer_fingerprint,
+        quiet=args.quiet,
+    )
+    try:
+        with printed_warnings():
+            summary = transcribe_manifest(args.manifest, args.output, args.model, manifest_options)
+    except (ManifestError, TokenizerError, PteModelError, WorkerError, OSError) as exc:
+        print(f"{PROG}: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        done = summary.total - summary.skipped
+        earlier = f" ({summary.skipped} finished earlier)" if summary.skipped else ""
+        print(
+            f"{args.output}: {done} of {summary.total} files done in this run{earlier}; "
+            f"{summary.audio_seconds / 3600:.3f} h of audio in {summary.wall_seconds:.1f} s, RTFx {summary.rtfx:.1f}",
+            file=sys.stderr,
+        )
+    if summary.failed:
+        print(f"{PROG}: {summary.failed} of {summary.total} files failed", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,145 @@
+"""Manifest mode's files: the NeMo-style JSONL manifest (read and checked whole before anything runs), the lines an
+earlier run already finished in the output (the resume keys), and appends of one whole line at a time.
+
+An output line is the input object plus the result (``pred_text`` and timestamp levels, or ``error``) and the two
+key fields: ``resolved_audio_filepath`` (the audio's absolute path) and ``pte_sha256`` (the model file's SHA-256).
+A line is finished for a rerun when it is complete (ends with a newline), is a JSON object, and carries both keys;
+a torn last line (a run killed while writing it) is cut off before anything is appended.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+KEY_AUDIO = "resolved_audio_filepath"
+KEY_MODEL = "pte_sha256"
+# What a run writes besides the input's keys; an input that holds them (an earlier output fed back in as a manifest)
+# loses them, so that no stale result survives next to the new one.
+RESULT_KEYS = ("pred_text", "error", "warnings", "tokens", "words", "segments", KEY_AUDIO, KEY_MODEL)
+
+
+class ManifestError(ValueError):
+    """A manifest or output path the run cannot use: missing or unreadable manifest, a line that is not a JSON
+    object with a string ``audio_filepath`` (the message names the line), an output path equal to the manifest."""
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    """One manifest line: its 1-based line number, the object as read, and its audio path resolved against the
+    manifest's folder (as NeMo resolves a relative ``audio_filepath``)."""
+
+    line: int
+    record: dict
+    audio: Path
+
+
+def read_manifest(path: str | Path) -> list[ManifestEntry]:
+    """Read and check a whole JSONL manifest; blank lines are skipped.
+
+    Raises:
+        ManifestError: the file is missing, unreadable or not UTF-8, has no entries, or a line is not a JSON object
+            with a non-empty string ``audio_filepath`` (the message gives ``path:line``).
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ManifestError(f"manifest not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ManifestError(f"cannot read manifest {path}: {' '.join(str(exc).split())}") from exc
+    folder = path.absolute().parent
+    entries = []
+    for number, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ManifestError(f"{path}:{number}: not JSON ({exc.msg}, column {exc.colno})") from None
+        if not isinstance(record, dict):
+            raise ManifestError(f"{path}:{number}: not a JSON object")
+        audio = record.get("audio_filepath")
+        if not isinstance(audio, str) or not audio:
+            raise ManifestError(f'{path}:{number}: no "audio_filepath" (a non-empty string)')
+        entries.append(ManifestEntry(number, record, (folder / audio).resolve()))
+    if not entries:
+        raise ManifestError(f"manifest {path} has no entries")
+    return entries
+
+
+def check_output_path(manifest: str | Path, output: str | Path) -> None:
+    """Raise ``ManifestError`` when ``output`` is the manifest itself (or a folder)."""
+    manifest, output = Path(manifest), Path(output)
+    if output.resolve() == manifest.resolve() or (output.exists() and manifest.exists() and output.samefile(manifest)):
+        raise ManifestError(f"--output {output} is the manifest itself; write the results to another file")
+    if output.is_dir():
+        raise ManifestError(f"--output {output} is a folder; give a file")
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex SHA-256 of a file's bytes, read 1 MiB at a time."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def finished_lines(output: str | Path, pte_sha256: str) -> tuple[dict[str, list[bool]], int]:
+    """The lines of ``output`` that a rerun with the model ``pte_sha256`` skips, after cutting off a torn last line.
+
+    Returns:
+        ({resolved audio path: [failed?, ...] one per finished line, in file order}, bytes cut off the end).
+        Lines of another model, or that are not JSON objects with both key fields, are kept in the file but not
+        counted. A missing output gives ({}, 0).
+    """
+    path = Path(output)
+    if not path.exists():
+        return {}, 0
+    data = path.read_bytes()
+    complete = data.rfind(b"\n") + 1
+    if complete < len(data):
+        with open(path, "r+b") as f:
+            f.truncate(complete)
+            f.flush()
+            os.fsync(f.fileno())
+    done: dict[str, list[bool]] = defaultdict(list)
+    for raw in data[:complete].split(b"\n"):
+        try:
+            record = json.loads(raw)
+        except ValueError:  # JSONDecodeError, or UnicodeDecodeError from bytes
+            continue
+        if isinstance(record, dict) and record.get(KEY_MODEL) == pte_sha256 and isinstance(record.get(KEY_AUDIO), str):
+            done[record[KEY_AUDIO]].append("error" in record)
+    return dict(done), len(data) - complete
+
+
+class LineWriter:
+    """Appends whole lines to a file: each record is encoded first and written with one ``os.write`` on an
+    ``O_APPEND`` descriptor (no Python buffer), so a killed run leaves at most one torn last line. ``close`` fsyncs.
+    """
+
+    def __init__(self, path: str | Path):
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def write(self, record: dict) -> None:
+        data = memoryview((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+        while data:  # a regular file takes it in one call; the loop covers a short write (signal, full disk)
+            data = data[os.write(self.fd, data) :]
+
+    def close(self) -> None:
+        try:
+            os.fsync(self.fd)
+        finally:
+            os.close(self.fd)
+
+    def __enter__(self) -> LineWriter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

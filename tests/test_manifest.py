@@ -1,0 +1,285 @@
+"""Manifest mode (``parakeet-transcribe --manifest in.jsonl --output out.jsonl``): one output line per input line
+with the Python runner's own text, errors recorded, resume after an interruption (a torn last line, kill -9 of a
+two-worker run), the same text with one or two workers, and bad input refused before anything is written."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from parakeet_executorch.runtime.cli import main as transcribe_main
+
+from conftest import make_transcriber
+
+PROG = "parakeet-transcribe"
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory, jfk_path, clips_dir, bad_clips) -> Path:
+    """A manifest of 13 entries: short cuts of jfk.wav in several formats, rates and channel counts (relative paths),
+    the session's re-encoded and damaged clips (absolute), a zero-frame WAV, and four files that fail: NaN samples,
+    text named .wav, a zero-byte file, a missing file."""
+    import soundfile as sf
+
+    d = tmp_path_factory.mktemp("corpus")
+    (d / "audio").mkdir()
+    mono, rate = sf.read(str(jfk_path), dtype="float32")
+
+    def cut(name: str, start: float, end: float, out_rate: int, channels: int = 1, **kw) -> str:
+        import soxr
+
+        part = soxr.resample(mono[int(start * rate) : int(end * rate)], rate, out_rate)
+        data = np.stack([part * (0.9 - 0.2 * c) for c in range(channels)], axis=1) if channels > 1 else part
+        sf.write(str(d / "audio" / name), data, out_rate, **kw)
+        return f"audio/{name}"
+
+    relative = [
+        cut("a_8k.flac", 0.0, 2.2, 8000),
+        cut("b_22k.ogg", 2.0, 4.5, 22050, format="OGG", subtype="VORBIS"),
+        cut("c_16k.mp3", 4.0, 6.0, 16000, format="MP3"),
+        cut("d_44k_stereo.wav", 6.0, 8.5, 44100, channels=2, subtype="PCM_16"),
+        cut("e_float.wav", 8.0, 11.0, 16000, subtype="FLOAT"),
+    ]
+    sf.write(str(d / "audio" / "zero_frames.wav"), np.zeros(0, np.float32), 16000)
+    (d / "audio" / "not_audio.wav").write_text("this is not audio")
+    (d / "audio" / "zero_bytes.wav").write_bytes(b"")
+    records = [{"audio_filepath": p, "duration": 2.5, "text": f"reference {i}"} for i, p in enumerate(relative)]
+    records += [
+        {"audio_filepath": str(jfk_path), "speaker": "jfk"},
+        {"audio_filepath": str(clips_dir / "jfk_48k_stereo.wav")},
+        {"audio_filepath": str(bad_clips / "truncated.wav")},
+        {"audio_filepath": "audio/zero_frames.wav"},
+        {"audio_filepath": str(bad_clips / "nan.wav")},
+        {"audio_filepath": "audio/not_audio.wav"},
+        {"audio_filepath": "audio/zero_bytes.wav"},
+        {"audio_filepath": "audio/missing.wav", "duration": 1.0},
+    ]
+    manifest = d / "manifest.jsonl"
+    manifest.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return manifest
+
+
+@pytest.fixture(scope="module")
+def reference(exported_xnnpack, corpus) -> dict[str, str | None]:
+    """The Python runner's text for each entry (by resolved path); None for a file it cannot transcribe."""
+    from parakeet_executorch.audio import AudioError
+
+    transcriber = make_transcriber(exported_xnnpack)
+    texts: dict[str, str | None] = {}
+    for record in read_jsonl(corpus):
+        path = (corpus.parent / record["audio_filepath"]).resolve()
+        try:
+            texts[str(path)] = transcriber.transcribe(path).text
+        except AudioError:
+            texts[str(path)] = None
+    assert sum(t is None for t in texts.values()) == 4 and texts[str(corpus.parent / "audio/zero_frames.wav")] == ""
+    return texts
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def run(model_dir: Path, manifest: Path, output: Path, *extra: str) -> int:
+    return transcribe_main(
+        ["--model", str(model_dir / "model.pte"), "--manifest", str(manifest), "--output", str(output), *extra]
+    )
+
+
+def check_output(output: Path, manifest: Path, reference: dict) -> list[dict]:
+    """Exactly one line per input line (this model), each with its input's keys and the runner's text or an error."""
+    lines = read_jsonl(output)
+    inputs = read_jsonl(manifest)
+    assert Counter(line["audio_filepath"] for line in lines) == Counter(r["audio_filepath"] for r in inputs)
+    by_audio = {r["audio_filepath"]: r for r in inputs}
+    for line in lines:
+        assert line.items() >= by_audio[line["audio_filepath"]].items()  # every input key kept, unchanged
+        expected = reference[line["resolved_audio_filepath"]]
+        if expected is None:
+            assert "pred_text" not in line and line["error"] and "\n" not in line["error"]
+        else:
+            assert "error" not in line and line["pred_text"] == expected
+    assert len({line["pte_sha256"] for line in lines}) == 1
+    return lines
+
+
+def test_manifest_lines_equal_the_runner_and_failures_are_recorded(
+    exported_xnnpack, corpus, reference, tmp_path, capsys
+):
+    out = tmp_path / "out.jsonl"
+    assert run(exported_xnnpack, corpus, out, "--timestamps", "word") == 2
+    lines = check_output(out, corpus, reference)
+    assert len(lines) == 13
+    for line in lines:
+        if "pred_text" in line:
+            assert [w["text"] for w in line["words"]] == line["pred_text"].split()
+            assert all(0 <= w["start"] <= w["end"] for w in line["words"]) and "tokens" not in line
+    truncated = next(line for line in lines if line["audio_filepath"].endswith("truncated.wav"))
+    assert "truncated" in " ".join(truncated["warnings"])
+    missing = next(line for line in lines if line["audio_filepath"] == "audio/missing.wav")
+    assert missing["error"] == f"audio file not found: {corpus.parent / 'audio' / 'missing.wav'}"
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == f"{PROG}: 4 of 13 files failed"
+    assert sum(e.startswith(f"{PROG}: error: ") for e in err) == 4
+
+
+def test_rerun_after_interruption_skips_finished_lines_and_drops_a_torn_one(
+    exported_xnnpack, corpus, reference, tmp_path, capsys
+):
+    full = tmp_path / "full.jsonl"
+    assert run(exported_xnnpack, corpus, full, "--quiet") == 2
+    lines = full.read_bytes().splitlines(keepends=True)
+    out = tmp_path / "out.jsonl"
+    other_model = json.loads(lines[0])
+    other_model["pte_sha256"] = "0" * 64  # the same file done by another model: not taken as done
+    out.write_bytes(b"".join(lines[:5]) + json.dumps(other_model).encode() + b"\n" + lines[5][:40])
+    capsys.readouterr()
+    assert run(exported_xnnpack, corpus, out, "--quiet") == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"{PROG}: 4 of 13 files failed"
+    kept = read_jsonl(out)
+    assert kept[5] == other_model
+    out_this_model = tmp_path / "this_model.jsonl"
+    out_this_model.write_text("".join(json.dumps(line) + "\n" for line in kept if line is not kept[5]))
+    resumed = check_output(out_this_model, corpus, reference)
+    assert resumed[:5] == [json.loads(line) for line in lines[:5]]  # the finished lines were left alone
+    # A rerun of a complete output writes nothing; the failures recorded earlier still give exit status 2.
+    before = out.read_bytes()
+    assert run(exported_xnnpack, corpus, out, "--quiet") == 2
+    assert out.read_bytes() == before
+
+
+def test_a_file_listed_twice_gets_two_lines_and_a_complete_output_is_left_alone(exported_xnnpack, corpus, tmp_path):
+    clip = corpus.parent / "audio" / "a_8k.flac"
+    manifest = tmp_path / "twice.jsonl"
+    records = [{"audio_filepath": str(clip)}, {"audio_filepath": os.path.relpath(clip, tmp_path)}]
+    manifest.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = tmp_path / "out.jsonl"
+    assert run(exported_xnnpack, manifest, out, "--quiet") == 0
+    lines = read_jsonl(out)
+    assert [line["audio_filepath"] for line in lines] == [r["audio_filepath"] for r in records]
+    assert lines[0]["pred_text"] == lines[1]["pred_text"]
+    before = out.read_bytes()
+    assert run(exported_xnnpack, manifest, out, "--quiet") == 0
+    assert out.read_bytes() == before
+
+
+def test_two_workers_give_the_same_text(exported_xnnpack, corpus, reference, tmp_path):
+    out = tmp_path / "out.jsonl"
+    assert run(exported_xnnpack, corpus, out, "--workers", "2", "--quiet", "--timestamps", "all") == 2
+    lines = check_output(out, corpus, reference)
+    assert all("tokens" in line and "segments" in line for line in lines if "pred_text" in line)
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie is gone
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads the worker processes from /proc")
+def test_kill_9_of_a_two_worker_run_then_rerun(exported_xnnpack, corpus, reference, tmp_path):
+    out = tmp_path / "out.jsonl"
+    cmd = [sys.executable, "-m", "parakeet_executorch.runtime.cli", "--model", str(exported_xnnpack / "model.pte")]
+    cmd += ["--manifest", str(corpus), "--output", str(out), "--workers", "2"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (out.exists() and out.read_bytes().count(b"\n") >= 1) and proc.poll() is None:
+            assert time.monotonic() < deadline, "no output line within 120 s"
+            time.sleep(0.01)
+        children = [int(c) for c in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()]
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert proc.returncode == -signal.SIGKILL, "the run ended before it was killed"
+        deadline = time.monotonic() + 10
+        while any(alive(c) for c in children) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(alive(c) for c in children), "a worker outlived its killed parent"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # whatever is left of the run
+    before = out.read_bytes().count(b"\n")
+    assert 1 <= before < 13
+    assert run(exported_xnnpack, corpus, out, "--quiet") == 2
+    check_output(out, corpus, reference)
+
+
+def test_context_flags_reach_every_file(exported_xnnpack, corpus, tmp_path):
+    from parakeet_executorch.runtime.longform import LongFormOptions
+
+    out = tmp_path / "out.jsonl"
+    flags = ("--left-context-seconds", "1", "--chunk-seconds", "2", "--right-context-seconds", "1", "--quiet")
+    assert run(exported_xnnpack, corpus, out, *flags) == 2
+    transcriber = make_transcriber(exported_xnnpack)
+    line = next(line for line in read_jsonl(out) if line.get("speaker") == "jfk")  # 11 s: buffered, 2 s chunks
+    assert (
+        line["pred_text"]
+        == transcriber.transcribe(Path(line["audio_filepath"]), long_form=LongFormOptions(1, 2, 1)).text
+    )
+
+
+def bad_manifest(tmp_path: Path, text: str | bytes) -> Path:
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return path
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "manifest not found: "),
+        (b"\xff\xfe not utf-8\n", "cannot read manifest "),
+        ('{"audio_filepath": "a.wav"}\n\n{"audio_filepath": "b.wav"\n', "bad.jsonl:3: not JSON"),
+        ('{"audio_filepath": "a.wav"}\n{"duration": 1.0}\n', 'bad.jsonl:2: no "audio_filepath"'),
+        ('["a.wav"]\n', "bad.jsonl:1: not a JSON object"),
+        ("\n\n", "has no entries"),
+    ],
+)
+def test_bad_manifest_is_one_error_line_and_writes_nothing(exported_xnnpack, tmp_path, capsys, content, message):
+    manifest = tmp_path / "missing.jsonl" if content is None else bad_manifest(tmp_path, content)
+    out = tmp_path / "out.jsonl"
+    assert run(exported_xnnpack, manifest, out) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"{PROG}: error: ") and message in err[0]
+    assert not out.exists()
+
+
+def test_output_equal_to_the_manifest_is_refused(exported_xnnpack, corpus, tmp_path, capsys):
+    before = corpus.read_bytes()
+    same = corpus.parent / "." / corpus.name
+    assert run(exported_xnnpack, corpus, same) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"{PROG}: error: --output ") and "manifest itself" in err[0]
+    assert corpus.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--manifest", "m.jsonl", "--output", "o.jsonl", "x.wav"], "exclusive"),
+        (["--manifest", "m.jsonl"], "--manifest needs --output"),
+        (["--output", "o.jsonl", "x.wav"], "--output is for --manifest"),
+        (["--manifest", "m.jsonl", "--output", "o.jsonl", "--workers", "0"], "--workers must be at least 1"),
+        (["--manifest", "m.jsonl", "--output", "o.jsonl", "--format", "json"], "--format does not apply"),
+        (["x.wav", "--workers", "2"], "--workers is for --manifest"),
+    ],
+)
+def test_usage_errors(tmp_path, capsys, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        transcribe_main(["--model", "model.pte", *args])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"{PROG}: error: ") and message in err[-1]
+    assert list(tmp_path.iterdir()) == []
