@@ -214,10 +214,8 @@ def _submit(pool: ProcessPoolExecutor, pending: Iterator[ManifestEntry], infligh
 def _progress_bar(total: int, quiet: bool):
     if quiet or not total or not sys.stderr.isatty():
         return None
-    try:
-        from tqdm import tqdm
-    except ImportError:  # tqdm comes with executorch's dependencies; without it, no bar
-        return None
+    from tqdm import tqdm
+
     return tqdm(total=total, unit="file", file=sys.stderr, dynamic_ncols=True)
 
 
