@@ -128,6 +128,8 @@ def test_manifest_lines_equal_the_runner_and_failures_are_recorded(
     assert "truncated" in " ".join(truncated["warnings"])
     missing = next(line for line in lines if line["audio_filepath"] == "audio/missing.wav")
     assert missing["error"] == f"audio file not found: {corpus.parent / 'audio' / 'missing.wav'}"
+    empty = next(line for line in lines if line["audio_filepath"] == "audio/zero_bytes.wav")
+    assert empty["error"] == f"audio file is empty (0 bytes): {corpus.parent / 'audio' / 'zero_bytes.wav'}"
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == f"{PROG}: 4 of 13 files failed"
     assert sum(e.startswith(f"{PROG}: error: ") for e in err) == 4
