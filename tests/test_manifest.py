@@ -241,7 +241,10 @@ def bad_manifest(tmp_path: Path, text: str | bytes) -> Path:
     "content, message",
     [
         (None, "manifest not found: "),
-        (b"\xff\xfe not utf-8\n", "cannot read manifest "),
+        (b'{"audio_filepath": "a.wav"}\n\xff\xfe not utf-8\n', "bad.jsonl:2: not UTF-8"),
+        ('{"audio_filepath": 5}\n', 'bad.jsonl:1: "audio_filepath" must be a non-empty string'),
+        ('{"audio_filepath": "a.wav", "duration": NaN}\n', "bad.jsonl:1: NaN is not strict JSON"),
+        ('{"audio_filepath": "a.wav"}\n{"duration": -Infinity}\n', "bad.jsonl:2: -Infinity is not strict JSON"),
         ('{"audio_filepath": "a.wav"}\n\n{"audio_filepath": "b.wav"\n', "bad.jsonl:3: not JSON"),
         ('{"audio_filepath": "a.wav"}\n{"duration": 1.0}\n', 'bad.jsonl:2: no "audio_filepath"'),
         ('["a.wav"]\n', "bad.jsonl:1: not a JSON object"),

@@ -24,8 +24,9 @@ RESULT_KEYS = ("pred_text", "error", "warnings", "tokens", "words", "segments", 
 
 
 class ManifestError(ValueError):
-    """A manifest or output path the run cannot use: missing or unreadable manifest, a line that is not a JSON
-    object with a string ``audio_filepath`` (the message names the line), an output path equal to the manifest."""
+    """A manifest or output path the run cannot use: missing or unreadable manifest, a line that is not UTF-8 or
+    strict JSON or not an object with a string ``audio_filepath`` (the message names the line), an output path that
+    is the manifest, an audio file, not a regular file or not writable, or a file that is not manifest results."""
 
 
 @dataclass(frozen=True)
@@ -42,34 +43,53 @@ def read_manifest(path: str | Path) -> list[ManifestEntry]:
     """Read and check a whole JSONL manifest; blank lines are skipped.
 
     Raises:
-        ManifestError: the file is missing, unreadable or not UTF-8, has no entries, or a line is not a JSON object
-            with a non-empty string ``audio_filepath`` (the message gives ``path:line``).
+        ManifestError: the file is missing or unreadable, has no entries, or a line is not UTF-8 (a leading
+            byte-order mark is skipped), not strict JSON (``NaN``/``Infinity`` refused) or not an object with a
+            non-empty string ``audio_filepath`` (the message gives ``path:line``).
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise ManifestError(f"manifest not found: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise ManifestError(f"cannot read manifest {path}: {' '.join(str(exc).split())}") from exc
+    if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark (utf-8-sig)
+        data = data[3:]
     folder = path.absolute().parent
     entries = []
-    for number, line in enumerate(text.split("\n"), 1):
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ManifestError(
+                f"{path}:{number}: not UTF-8 (byte {exc.start + 1}); save the manifest as UTF-8"
+            ) from None
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json.loads(line, parse_constant=_no_constant)
         except json.JSONDecodeError as exc:
             raise ManifestError(f"{path}:{number}: not JSON ({exc.msg}, column {exc.colno})") from None
+        except ValueError as exc:
+            raise ManifestError(f"{path}:{number}: {exc}") from None
         if not isinstance(record, dict):
             raise ManifestError(f"{path}:{number}: not a JSON object")
-        audio = record.get("audio_filepath")
-        if not isinstance(audio, str) or not audio:
+        if "audio_filepath" not in record:
             raise ManifestError(f'{path}:{number}: no "audio_filepath" (a non-empty string)')
+        audio = record["audio_filepath"]
+        if not isinstance(audio, str) or not audio:
+            raise ManifestError(
+                f'{path}:{number}: "audio_filepath" must be a non-empty string (a path), got {json.dumps(audio)}'
+            )
         entries.append(ManifestEntry(number, record, (folder / audio).resolve()))
     if not entries:
         raise ManifestError(f"manifest {path} has no entries")
     return entries
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not strict JSON (write a number, a string or null)")
 
 
 def check_output_path(manifest: str | Path, output: str | Path) -> None:
