@@ -417,7 +417,7 @@ def test_ctrl_c_of_a_two_worker_run_is_one_line_then_rerun(exported_xnnpack, cor
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 130, err
-    assert "Traceback" not in err and elapsed < 3, (elapsed, err)
+    assert "Traceback" not in err and elapsed < 5, (elapsed, err)  # the files in flight are not awaited
     last = err.strip().splitlines()[-1]
     written = out.read_bytes().count(b"\n")
     assert last == f"{PROG}: interrupted: {written} files written this run; run the same command again to resume"
