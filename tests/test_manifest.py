@@ -128,6 +128,8 @@ def test_manifest_lines_equal_the_runner_and_failures_are_recorded(
     assert "truncated" in " ".join(truncated["warnings"])
     missing = next(line for line in lines if line["audio_filepath"] == "audio/missing.wav")
     assert missing["error"] == f"audio file not found: {corpus.parent / 'audio' / 'missing.wav'}"
+    empty = next(line for line in lines if line["audio_filepath"] == "audio/zero_bytes.wav")
+    assert empty["error"] == f"audio file is empty (0 bytes): {corpus.parent / 'audio' / 'zero_bytes.wav'}"
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == f"{PROG}: 4 of 13 files failed"
     assert sum(e.startswith(f"{PROG}: error: ") for e in err) == 4
@@ -239,7 +241,10 @@ def bad_manifest(tmp_path: Path, text: str | bytes) -> Path:
     "content, message",
     [
         (None, "manifest not found: "),
-        (b"\xff\xfe not utf-8\n", "cannot read manifest "),
+        (b'{"audio_filepath": "a.wav"}\n\xff\xfe not utf-8\n', "bad.jsonl:2: not UTF-8"),
+        ('{"audio_filepath": 5}\n', 'bad.jsonl:1: "audio_filepath" must be a non-empty string'),
+        ('{"audio_filepath": "a.wav", "duration": NaN}\n', "bad.jsonl:1: NaN is not strict JSON"),
+        ('{"audio_filepath": "a.wav"}\n{"duration": -Infinity}\n', "bad.jsonl:2: -Infinity is not strict JSON"),
         ('{"audio_filepath": "a.wav"}\n\n{"audio_filepath": "b.wav"\n', "bad.jsonl:3: not JSON"),
         ('{"audio_filepath": "a.wav"}\n{"duration": 1.0}\n', 'bad.jsonl:2: no "audio_filepath"'),
         ('["a.wav"]\n', "bad.jsonl:1: not a JSON object"),
@@ -283,3 +288,138 @@ def test_usage_errors(tmp_path, capsys, monkeypatch, args, message):
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith(f"{PROG}: error: ") and message in err[-1]
     assert list(tmp_path.iterdir()) == []
+
+
+def one_clip_manifest(corpus: Path, tmp_path: Path, name: str = "one.jsonl") -> Path:
+    manifest = tmp_path / name
+    manifest.write_text(json.dumps({"audio_filepath": str(corpus.parent / "audio" / "a_8k.flac")}) + "\n")
+    return manifest
+
+
+def refused(capsys, message: str) -> None:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"{PROG}: error: --output ") and message in err[0], err
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "no folder", "read-only file", "read-only folder"])
+def test_output_that_cannot_take_results_is_refused_before_anything_runs(
+    exported_xnnpack, corpus, tmp_path, capsys, kind
+):
+    manifest = one_clip_manifest(corpus, tmp_path)
+    if kind.startswith("read-only") and os.geteuid() == 0:
+        pytest.skip("root writes anywhere")
+    out = tmp_path / "out.jsonl"
+    message = {
+        "fifo": "is not a regular file",
+        "device": "is not a regular file",
+        "no folder": "does not exist",
+        "read-only file": "is not writable",
+        "read-only folder": "is not writable",
+    }[kind]
+    if kind == "fifo":
+        os.mkfifo(out)  # reading it for the resume scan would hang
+    elif kind == "device":
+        out = Path("/dev/null")
+    elif kind == "no folder":
+        out = tmp_path / "nodir" / "out.jsonl"
+    elif kind == "read-only file":
+        out.write_text("")
+        out.chmod(0o444)
+    else:
+        (tmp_path / "ro").mkdir(0o555)
+        out = tmp_path / "ro" / "out.jsonl"
+    t0 = time.monotonic()
+    assert run(exported_xnnpack, manifest, out) == 2
+    assert time.monotonic() - t0 < 2  # before the model loads
+    refused(capsys, message)
+    assert kind != "no folder" or not out.parent.exists()
+
+
+def test_output_holding_other_content_or_audio_is_refused_untouched(exported_xnnpack, corpus, tmp_path, capsys):
+    manifest = one_clip_manifest(corpus, tmp_path)
+    notes = tmp_path / "notes.txt"
+    notes.write_bytes(b"first line\nlast line without newline")
+    assert run(exported_xnnpack, manifest, notes) == 2
+    refused(capsys, "holds something other than manifest results (line 1); pick another path")
+    assert notes.read_bytes() == b"first line\nlast line without newline"
+    notes.write_bytes(b'{"resolved_audio_filepath": "x", "pte_sha256": "y"}\nlast line')
+    assert run(exported_xnnpack, manifest, notes) == 2
+    refused(capsys, "(line 2)")
+    clip = corpus.parent / "audio" / "a_8k.flac"
+    before = clip.read_bytes()
+    assert run(exported_xnnpack, manifest, clip) == 2
+    refused(capsys, "is one of the manifest's audio files")
+    assert clip.read_bytes() == before
+
+
+def test_a_complete_last_line_without_newline_is_kept(exported_xnnpack, corpus, tmp_path, capsys):
+    manifest = tmp_path / "two.jsonl"
+    clips = [corpus.parent / "audio" / "a_8k.flac", corpus.parent / "audio" / "missing.wav"]
+    manifest.write_text("".join(json.dumps({"audio_filepath": str(c)}) + "\n" for c in clips))
+    out = tmp_path / "out.jsonl"
+    assert run(exported_xnnpack, manifest, out, "--quiet") == 2
+    full = out.read_bytes()
+    out.write_bytes(full[:-1])  # the last line lacks only its newline: done, not torn
+    assert run(exported_xnnpack, manifest, out, "--quiet") == 2
+    assert out.read_bytes() == full
+
+
+def test_changed_settings_redo_the_files_and_keep_the_old_lines(exported_xnnpack, corpus, tmp_path, capsys):
+    manifest = one_clip_manifest(corpus, tmp_path)
+    out = tmp_path / "out.jsonl"
+    assert run(exported_xnnpack, manifest, out, "--quiet") == 0
+    first = read_jsonl(out)
+    assert len(first) == 1 and first[0]["settings"]["timestamps"] == "none" and "words" not in first[0]
+    capsys.readouterr()
+    assert run(exported_xnnpack, manifest, out, "--quiet", "--timestamps", "word") == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"{PROG}: warning: ") and "1 lines of another model or other" in err[0]
+    lines = read_jsonl(out)
+    assert len(lines) == 2 and lines[0] == first[0] and "words" in lines[1]
+    assert run(exported_xnnpack, manifest, out, "--quiet", "--chunk-seconds", "2") == 0
+    assert len(read_jsonl(out)) == 3
+    before = out.read_bytes()
+    assert run(exported_xnnpack, manifest, out, "--quiet", "--timestamps", "word") == 0  # done: nothing added
+    assert out.read_bytes() == before
+
+
+def test_bom_folder_and_too_many_workers(exported_xnnpack, corpus, tmp_path, capsys):
+    manifest = tmp_path / "bom.jsonl"
+    folder = corpus.parent / "audio"
+    manifest.write_bytes(b"\xef\xbb\xbf" + json.dumps({"audio_filepath": str(folder)}).encode() + b"\n")
+    out = tmp_path / "out.jsonl"
+    workers = (os.cpu_count() or 1) + 1
+    assert run(exported_xnnpack, manifest, out, "--workers", str(workers)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0] == (
+        f"{PROG}: warning: --workers {workers} is more than the {workers - 1} cores; each worker holds its own copy "
+        "of the model, so this adds memory, not speed"
+    )
+    assert read_jsonl(out)[0]["error"] == f"audio path is a folder, not a file: {folder}"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="signals a process group")
+def test_ctrl_c_of_a_two_worker_run_is_one_line_then_rerun(exported_xnnpack, corpus, reference, tmp_path):
+    out = tmp_path / "out.jsonl"
+    cmd = [sys.executable, "-m", "parakeet_executorch.runtime.cli", "--model", str(exported_xnnpack / "model.pte")]
+    cmd += ["--manifest", str(corpus), "--output", str(out), "--workers", "2"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (out.exists() and out.read_bytes().count(b"\n") >= 1) and proc.poll() is None:
+            assert time.monotonic() < deadline, "no output line within 120 s"
+            time.sleep(0.01)
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the whole foreground group, workers included
+        t0 = time.monotonic()
+        _, err = proc.communicate(timeout=30)
+        elapsed = time.monotonic() - t0
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and elapsed < 5, (elapsed, err)  # the files in flight are not awaited
+    last = err.strip().splitlines()[-1]
+    written = out.read_bytes().count(b"\n")
+    assert last == f"{PROG}: interrupted: {written} files written this run; run the same command again to resume"
+    assert run(exported_xnnpack, corpus, out, "--quiet") == 2
+    assert len(check_output(out, corpus, reference)) == 13

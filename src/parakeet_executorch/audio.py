@@ -173,6 +173,16 @@ def resample(samples: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
     return soxr.resample(samples, from_rate, to_rate, quality="HQ").astype(np.float32, copy=False)
 
 
+def check_audio_path(path: Path) -> None:
+    """Raise ``AudioError`` naming what ``path`` is when it cannot be audio: missing, a folder, or an empty file."""
+    if path.is_dir():
+        raise AudioError(f"audio path is a folder, not a file: {path}")
+    if not path.is_file():
+        raise AudioError(f"audio file not found: {path}")
+    if path.stat().st_size == 0:
+        raise AudioError(f"audio file is empty (0 bytes): {path}")
+
+
 def load_audio(path: str | Path, sample_rate: int, *, non_finite: str = "error") -> np.ndarray:
     """Read an audio file as the mono waveform the model expects.
 
@@ -196,8 +206,7 @@ def load_audio(path: str | Path, sample_rate: int, *, non_finite: str = "error")
     if non_finite not in ("error", "zero"):
         raise ValueError(f"non_finite must be 'error' or 'zero', not {non_finite!r}")
     path = Path(path)
-    if not path.is_file():
-        raise AudioError(f"audio file not found: {path}")
+    check_audio_path(path)
     try:
         with sf.SoundFile(str(path)) as f:
             rate, log = int(f.samplerate), f.extra_info

@@ -17,7 +17,16 @@ from typing import BinaryIO
 
 import numpy as np
 
-from .audio import AudioError, cannot_decode, check_finite, check_header, to_mono, warn_if_truncated, zero_non_finite
+from .audio import (
+    AudioError,
+    cannot_decode,
+    check_audio_path,
+    check_finite,
+    check_header,
+    to_mono,
+    warn_if_truncated,
+    zero_non_finite,
+)
 
 BLOCK_FRAMES = 65536  # frames of the source file per block: ~4 s at 16 kHz, a few MB at most in memory
 
@@ -40,8 +49,7 @@ def audio_info(path: str | Path) -> AudioInfo:
     import soundfile as sf
 
     path = Path(path)
-    if not path.is_file():
-        raise AudioError(f"audio file not found: {path}")
+    check_audio_path(path)
     try:
         info = sf.info(str(path))
     except Exception as exc:  # soundfile raises LibsndfileError, RuntimeError or TypeError by format

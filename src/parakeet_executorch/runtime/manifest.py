@@ -3,7 +3,8 @@ several worker processes on one machine (``parakeet-transcribe --manifest in.jso
 
 Each file, of any length, goes through ``longform.transcribe_file`` (one pass, or buffered decoding past one
 window). Output lines are appended as files finish (not in input order), each with one write, and the key fields of
-``manifest_io`` let a rerun skip what is already done; a run killed at any point loses only the files in flight.
+``manifest_io`` (audio path, model hash, settings) let a rerun skip what is already done; a run killed at any point
+loses only the files in flight, and Ctrl-C stops at once (``Interrupted``).
 """
 
 from __future__ import annotations
@@ -23,20 +24,37 @@ from .longform import FILE_CONTEXT, LongFormOptions
 from .manifest_io import (
     KEY_AUDIO,
     KEY_MODEL,
+    KEY_SETTINGS,
     RESULT_KEYS,
     LineWriter,
     ManifestEntry,
     ManifestError,
     check_output_path,
     file_sha256,
-    finished_lines,
     read_manifest,
+    repair,
+    scan_output,
 )
 from .manifest_worker import Result, init_worker, load, transcribe_entry, work
 
 PROG = "parakeet-transcribe"
 
-__all__ = ["ManifestError", "ManifestOptions", "ManifestSummary", "WorkerError", "transcribe_manifest"]
+__all__ = [
+    "Interrupted",
+    "ManifestError",
+    "ManifestOptions",
+    "ManifestSummary",
+    "WorkerError",
+    "transcribe_manifest",
+]
+
+
+class Interrupted(Exception):
+    """Ctrl-C (KeyboardInterrupt) stopped the run; ``written`` lines were appended before it, and they stay."""
+
+    def __init__(self, written: int):
+        super().__init__(f"interrupted after {written} lines written")
+        self.written = written
 
 
 class WorkerError(RuntimeError):
@@ -94,10 +112,13 @@ def transcribe_manifest(
     Each output line is the input object (without earlier result keys) plus ``pred_text`` and the requested
     timestamp levels (times in seconds), or ``error`` (one line naming the file) when the file could not be
     transcribed, plus ``warnings`` when the audio raised any (a truncated file, zeroed NaN/Inf), and the resume keys
-    ``resolved_audio_filepath`` and ``pte_sha256``. Everything is checked before the output is touched.
+    ``resolved_audio_filepath``, ``pte_sha256`` and ``settings`` (``line_settings``). Everything is checked before
+    the output is touched; lines of another model or other settings are kept (one warning on stderr).
 
     Raises:
-        ManifestError: bad manifest, or ``output`` is the manifest.
+        ManifestError: bad manifest, or an ``output`` that cannot take the results (``check_output_path``) or
+            holds something other than results lines.
+        Interrupted: KeyboardInterrupt (Ctrl-C); the lines written stay, workers are stopped without waiting.
         PteModelError / TokenizerError: the model or tokenizer cannot be loaded; ContextError: context sizes the
             .pte cannot take.
         ValueError: ``workers`` < 1 or an unknown ``timestamps`` level.
@@ -111,51 +132,81 @@ def transcribe_manifest(
         raise ValueError(f"timestamps must be one of {', '.join(LEVELS)}, got {options.timestamps!r}")
     t0 = time.perf_counter()
     entries = read_manifest(manifest)
-    check_output_path(manifest, output)
-    # Loaded here even for workers: a bad model, tokenizer or context size fails before the output is touched.
-    transcriber = load(model_path, options.tokenizer, options.check_fingerprint, options.long_form)
+    check_output_path(manifest, output, [e.audio for e in entries])
     sha = file_sha256(model_path)
-    done, _ = finished_lines(output, sha)
-    todo, skipped, failed = [], 0, 0
-    for entry in entries:
-        previous = done.get(str(entry.audio))
-        if previous:
-            failed += previous.pop(0)
-            skipped += 1
-        else:
-            todo.append(entry)
-    results: Generator[Result, None, None]
-    workers = min(options.workers, len(todo))
-    if workers > 1:
-        del transcriber  # the workers load their own
-        results = _in_workers(todo, model_path, options, workers)
-    else:
-        levels = LEVELS[options.timestamps]
-        results = (transcribe_entry(transcriber, e, options.long_form, options.non_finite, levels) for e in todo)
-    bar = _progress_bar(len(todo), options.quiet)
-    audio_seconds, transcribed = 0.0, 0
+    settings = line_settings(model_path, options)
+    scan = scan_output(output, sha, settings)  # refuses a file that is not manifest results, before any change
+    if scan.others:
+        print(
+            f"{PROG}: warning: --output {output} holds {scan.others} lines of another model or other settings; "
+            "they are kept, and this run's lines are added next to them",
+            file=sys.stderr,
+        )
+    written = 0
     try:
-        with LineWriter(output) as writer:
-            for entry, fields, seconds in results:
-                record = {k: v for k, v in entry.record.items() if k not in RESULT_KEYS}
-                writer.write({**record, **fields, KEY_AUDIO: str(entry.audio), KEY_MODEL: sha})
-                for w in fields.get("warnings", ()):
-                    _say(bar, f"{PROG}: warning: {w}")
-                if "error" in fields:
-                    failed += 1
-                    _say(bar, f"{PROG}: error: {fields['error']}")
-                else:
-                    transcribed += 1
-                audio_seconds += seconds
-                if bar is not None:
-                    wall = time.perf_counter() - t0
-                    bar.set_postfix_str(f"{audio_seconds / 3600:.2f} h audio, RTFx {audio_seconds / wall:.1f}")
-                    bar.update(1)
-    finally:
-        results.close()
-        if bar is not None:
-            bar.close()
+        # Loaded here even for workers: a bad model, tokenizer or context size fails before the output is touched.
+        transcriber = load(model_path, options.tokenizer, options.check_fingerprint, options.long_form)
+        done = scan.done
+        todo, skipped, failed = [], 0, 0
+        for entry in entries:
+            previous = done.get(str(entry.audio))
+            if previous:
+                failed += previous.pop(0)
+                skipped += 1
+            else:
+                todo.append(entry)
+        results: Generator[Result, None, None]
+        workers = min(options.workers, len(todo))
+        if workers > 1:
+            del transcriber  # the workers load their own
+            results = _in_workers(todo, model_path, options, workers)
+        else:
+            levels = LEVELS[options.timestamps]
+            results = (transcribe_entry(transcriber, e, options.long_form, options.non_finite, levels) for e in todo)
+        bar = _progress_bar(len(todo), options.quiet)
+        audio_seconds, transcribed = 0.0, 0
+        try:
+            repair(output, scan)
+            with LineWriter(output) as writer:
+                for entry, fields, seconds in results:
+                    record = {k: v for k, v in entry.record.items() if k not in RESULT_KEYS}
+                    writer.write(
+                        {**record, **fields, KEY_AUDIO: str(entry.audio), KEY_MODEL: sha, KEY_SETTINGS: settings}
+                    )
+                    written += 1
+                    for w in fields.get("warnings", ()):
+                        _say(bar, f"{PROG}: warning: {w}")
+                    if "error" in fields:
+                        failed += 1
+                        _say(bar, f"{PROG}: error: {fields['error']}")
+                    else:
+                        transcribed += 1
+                    audio_seconds += seconds
+                    if bar is not None:
+                        wall = time.perf_counter() - t0
+                        bar.set_postfix_str(f"{audio_seconds / 3600:.2f} h audio, RTFx {audio_seconds / wall:.1f}")
+                        bar.update(1)
+        finally:
+            results.close()
+            if bar is not None:
+                bar.close()
+    except KeyboardInterrupt:
+        raise Interrupted(written) from None
     return ManifestSummary(len(entries), skipped, transcribed, failed, audio_seconds, time.perf_counter() - t0)
+
+
+def line_settings(model_path: str | Path, options: ManifestOptions) -> dict:
+    """The settings that change an output line's content, stored in each line (``settings``): a rerun counts a line
+    as done only when they match. Contexts in seconds; the tokenizer by its SHA-256 (None when it is missing: the
+    load then fails)."""
+    tokenizer = Path(options.tokenizer) if options.tokenizer else Path(model_path).with_name("tokenizer.model")
+    lf = options.long_form
+    return {
+        "timestamps": options.timestamps,
+        "contexts": [lf.left_context_seconds, lf.chunk_seconds, lf.right_context_seconds],
+        "non_finite": options.non_finite,
+        "tokenizer_sha256": file_sha256(tokenizer) if tokenizer.is_file() else None,
+    }
 
 
 def _in_workers(
@@ -201,8 +252,14 @@ def _in_workers(
                     ) from exc
                 yield result
                 _submit(pool, pending, inflight)
-    finally:
-        pool.shutdown(wait=not inflight, cancel_futures=True)
+    except BaseException:
+        # Ctrl-C, a dead worker, or the consumer gone: the files in flight are not waited for (their workers ignore
+        # SIGINT, and the interpreter's exit would join them).
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 def _submit(pool: ProcessPoolExecutor, pending: Iterator[ManifestEntry], inflight: dict) -> None:

@@ -3,6 +3,7 @@ flags checked, the run, the summary and exit status); the work is ``manifest.tra
 
 from __future__ import annotations
 
+import os
 import sys
 
 from .cli import PROG, printed_warnings
@@ -29,7 +30,7 @@ def usage_error(args, live: bool) -> str | None:
 def run_manifest(args, options: LongFormOptions, non_finite: str) -> int:
     """``--manifest``: transcribe a JSONL manifest into ``--output`` (``manifest.transcribe_manifest``)."""
     from ..tokenizer import TokenizerError
-    from .manifest import ManifestError, ManifestOptions, WorkerError, transcribe_manifest
+    from .manifest import Interrupted, ManifestError, ManifestOptions, WorkerError, transcribe_manifest
     from .pte_model import PteModelError
 
     manifest_options = ManifestOptions(
@@ -41,9 +42,23 @@ def run_manifest(args, options: LongFormOptions, non_finite: str) -> int:
         check_fingerprint=not args.ignore_tokenizer_fingerprint,
         quiet=args.quiet,
     )
+    cores = os.cpu_count() or 1
+    if args.workers > cores:
+        print(
+            f"{PROG}: warning: --workers {args.workers} is more than the {cores} cores; each worker holds its own "
+            "copy of the model, so this adds memory, not speed",
+            file=sys.stderr,
+        )
     try:
         with printed_warnings():
             summary = transcribe_manifest(args.manifest, args.output, args.model, manifest_options)
+    except (Interrupted, KeyboardInterrupt) as exc:
+        written = exc.written if isinstance(exc, Interrupted) else 0
+        print(
+            f"{PROG}: interrupted: {written} files written this run; run the same command again to resume",
+            file=sys.stderr,
+        )
+        return 130
     except (ManifestError, TokenizerError, PteModelError, WorkerError, OSError) as exc:
         print(f"{PROG}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
