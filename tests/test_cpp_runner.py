@@ -217,6 +217,23 @@ def test_missing_audio(runner, exported_xnnpack, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("kind", ["folder", "empty"])
+def test_folder_or_empty_audio_is_named_as_the_python_runner_names_it(runner, exported_xnnpack, tmp_path, kind):
+    from parakeet_executorch.audio import AudioError, load_audio
+
+    path = tmp_path / "clip.wav"
+    if kind == "folder":
+        path.mkdir()
+    else:
+        path.write_bytes(b"")
+    with pytest.raises(AudioError) as python_error:
+        load_audio(path, SAMPLE_RATE)
+    message = assert_clean_error(run_runner(runner, exported_xnnpack, path), str(path))
+    assert message == ERROR_PREFIX + str(python_error.value)
+    assert ("folder" if kind == "folder" else "empty (0 bytes)") in message
+
+
+@pytest.mark.slow
 def test_missing_data_file(runner, exported_xnnpack, tmp_path, jfk_path):
     proc = run_runner(runner, exported_xnnpack, jfk_path, "--data_path", str(tmp_path / "weights.ptd"))
     assert_clean_error(proc, "data file not found", "weights.ptd")

@@ -169,7 +169,10 @@ std::vector<float> resample(const std::vector<float>& samples, int64_t from_rate
 
 SndFile open_sndfile(const std::string& path, SF_INFO& info, std::string& log) {
   std::error_code ec;
+  // The same three refusals, in the same words, as the Python runner's audio.check_audio_path.
+  if (std::filesystem::is_directory(path, ec)) throw AudioError("audio path is a folder, not a file: " + path);
   if (!std::filesystem::is_regular_file(path, ec)) throw AudioError("audio file not found: " + path);
+  if (std::filesystem::file_size(path, ec) == 0 && !ec) throw AudioError("audio file is empty (0 bytes): " + path);
   info = SF_INFO{};
   SndFile file(sf_open(path.c_str(), SFM_READ, &info), &sf_close);
   if (!file) throw AudioError(decode_error(path, sf_strerror(nullptr)));
