@@ -19,17 +19,11 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ..file_hash import file_sha256
+
 KEEP = 8  # entries kept; each demo export is ~10 MB
 EXPORT_FILES = ("model.pte", "tokenizer.model", "export_report.json")
 _KEY_FILE = "key.json"
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _source_hash() -> str:
@@ -62,7 +56,7 @@ def export_key(model_file: Path, backend: str, options: Sequence[str] = ()) -> d
     options = list(options)
     recipe = options[options.index("--quantize") + 1] if "--quantize" in options[:-1] else "none"
     return {
-        "model_sha256": _sha256_file(model_file),
+        "model_sha256": file_sha256(model_file),
         "backend": backend,
         "recipe": recipe,
         "options": options,

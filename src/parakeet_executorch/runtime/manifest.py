@@ -19,6 +19,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..file_hash import file_sha256
 from .formats import LEVELS
 from .longform import FILE_CONTEXT, LongFormOptions
 from .manifest_io import (
@@ -30,7 +31,6 @@ from .manifest_io import (
     ManifestEntry,
     ManifestError,
     check_output_path,
-    file_sha256,
     read_manifest,
     repair,
     scan_output,

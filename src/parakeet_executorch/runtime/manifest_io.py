@@ -11,7 +11,6 @@ killed while writing it) is cut off before anything is appended.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections import defaultdict
@@ -118,15 +117,6 @@ def check_output_path(manifest: str | Path, output: str | Path, audio: Iterable[
             raise ManifestError(f"--output {output} is not writable; fix its permissions or pick another path")
     elif not os.access(folder, os.W_OK | os.X_OK):
         raise ManifestError(f"--output {output}: its folder {folder} is not writable; pick another path")
-
-
-def file_sha256(path: str | Path) -> str:
-    """Hex SHA-256 of a file's bytes, read 1 MiB at a time."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 @dataclass
