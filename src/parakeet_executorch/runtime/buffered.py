@@ -29,7 +29,7 @@ import numpy as np
 
 from ..decoding.tdt_greedy import DecodedToken, TdtDecoderState
 from .pte_model import PteModelError
-from .transcribe import Transcriber, Transcript
+from .single_pass import SinglePassTranscriber, Transcript
 
 
 class ContextError(PteModelError):
@@ -96,7 +96,7 @@ class BufferedDecoder:
     """Streaming buffered TDT decoding: feed it sample blocks, it returns the tokens each decoded chunk makes final.
 
     Args:
-        transcriber: a ``Transcriber`` over the .pte.
+        transcriber: a ``SinglePassTranscriber`` (or ``Transcriber``) over the .pte.
         context: left / chunk / right sizes in encoder frames.
         decode_partial_frame: also decode the final partial encoder frame of the last chunk (see module docstring).
         partial: decode the right context ahead after each chunk and return it as a draft.
@@ -105,7 +105,11 @@ class BufferedDecoder:
     """
 
     def __init__(
-        self, transcriber: Transcriber, context: ContextSize, decode_partial_frame: bool = True, partial: bool = False
+        self,
+        transcriber: SinglePassTranscriber,
+        context: ContextSize,
+        decode_partial_frame: bool = True,
+        partial: bool = False,
     ):
         meta = transcriber.model.metadata
         self.transcriber = transcriber
@@ -200,12 +204,12 @@ class BufferedDecoder:
 
 
 def transcribe_buffered(
-    transcriber: Transcriber, blocks, context: ContextSize, decode_partial_frame: bool = True, on_update=None
+    transcriber: SinglePassTranscriber, blocks, context: ContextSize, decode_partial_frame: bool = True, on_update=None
 ) -> Transcript:
     """Transcribe a waveform given as an iterable of float32 mono blocks (model rate) with buffered decoding.
 
     Args:
-        transcriber: a ``Transcriber`` over the .pte.
+        transcriber: a ``SinglePassTranscriber`` (or ``Transcriber``) over the .pte.
         blocks: iterable of 1-D float32 arrays; any block sizes.
         context: left / chunk / right in encoder frames.
         decode_partial_frame: see ``BufferedDecoder``.

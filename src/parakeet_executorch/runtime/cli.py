@@ -15,16 +15,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from ..library_log import VERBOSE_HELP, quiet_cli
+from .cli_warnings import PROG, printed_warnings
 from .formats import LEVELS
 from .longform import FILE_CONTEXT, LIVE_CONTEXT, LongFormOptions, transcribe_file
-
-PROG = "parakeet-transcribe"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -105,35 +101,6 @@ def resolve_context(args, live: bool) -> LongFormOptions:
         chunk if args.chunk_seconds is None else args.chunk_seconds,
         right if args.right_context_seconds is None else args.right_context_seconds,
     )
-
-
-@contextmanager
-def printed_warnings(prog: str = PROG) -> Iterator[None]:
-    """Print this package's warnings (AudioWarning, TokenizerWarning) as ``prog: warning: ...`` lines on stderr.
-
-    Other warnings raised in the body are re-issued unchanged after it.
-    """
-    from ..audio import AudioWarning
-    from ..tokenizer import TokenizerWarning
-
-    ours = (AudioWarning, TokenizerWarning)
-    pending: list = []
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            for category in ours:
-                warnings.simplefilter("always", category)
-            try:
-                yield
-            finally:
-                pending = list(caught)
-    finally:
-        # Emitted outside catch_warnings, so that foreign warnings obey the caller's filters again; and also when
-        # the body raised (a warning about a file may explain its error).
-        for w in pending:
-            if issubclass(w.category, ours):
-                print(f"{prog}: warning: {w.message}", file=sys.stderr)
-            else:
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def _naming(path, exc: Exception) -> str:

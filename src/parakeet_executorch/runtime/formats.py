@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from .transcribe import Transcript
+from .single_pass import Transcript
 
 LEVELS = {
     "none": (),

@@ -7,6 +7,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from .buffered import BufferedDecoder, ContextSize, transcribe_buffered
+
 # Defaults measured on the full-size model (benchmarks/bench_longform.py): a 56 s window, within the .pte's default
 # 60 s bound, decodes 48 s per encoder call.
 FILE_CONTEXT = (4.0, 48.0, 4.0)
@@ -29,8 +31,6 @@ class LongFormOptions:
 
 def context_frames(transcriber, options: LongFormOptions):
     """``ContextSize`` in encoder frames for ``options``; raises ``ContextError`` for sizes the .pte cannot take."""
-    from .buffered import BufferedDecoder, ContextSize
-
     meta = transcriber.model.metadata
     context = ContextSize.from_seconds(
         options.left_context_seconds,
@@ -61,15 +61,14 @@ def transcribe_file(
     """
     from ..audio import load_audio
     from ..audio_stream import audio_info, read_blocks
-    from .buffered import transcribe_buffered
 
     rate = transcriber.model.metadata.sample_rate
     if options.chunk_seconds == 0:
-        return transcriber.transcribe(load_audio(path, rate, non_finite=non_finite))
+        return transcriber.transcribe_window(load_audio(path, rate, non_finite=non_finite))
     context = context_frames(transcriber, options)
     info = audio_info(path)
     if info.seconds <= options.window_seconds:
-        return transcriber.transcribe(load_audio(path, rate, non_finite=non_finite))
+        return transcriber.transcribe_window(load_audio(path, rate, non_finite=non_finite))
     bar = _progress_bar(info.seconds, quiet)
     try:
         return transcribe_buffered(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .cli import PROG, printed_warnings
+from .cli_warnings import PROG, printed_warnings
 from .longform import LongFormOptions
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from ..decoding.tdt_greedy import DecodedToken
 from ..decoding.timestamps import Span, set_seconds, token_spans, transcript_text
 from .buffered import BufferedDecoder, ContextSize, StreamUpdate
-from .transcribe import Transcriber, Transcript
+from .single_pass import SinglePassTranscriber, Transcript
 
 
 @dataclass
@@ -37,7 +37,7 @@ class StreamingTranscriber:
     """Live or long-form transcription: ``feed(samples)`` as audio arrives, ``finish()`` at its end.
 
     Args:
-        transcriber: a ``Transcriber`` over the .pte.
+        transcriber: a ``SinglePassTranscriber`` (or ``Transcriber``) over the .pte.
         context: left / chunk / right sizes in encoder frames (``ContextSize.from_seconds``).
         partial: also decode the right context ahead and return it as ``draft_text``.
     Raises:
@@ -51,7 +51,7 @@ class StreamingTranscriber:
         print(stream.finish().text)
     """
 
-    def __init__(self, transcriber: Transcriber, context: ContextSize, partial: bool = False):
+    def __init__(self, transcriber: SinglePassTranscriber, context: ContextSize, partial: bool = False):
         self.transcriber = transcriber
         self.decoder = BufferedDecoder(transcriber, context, partial=partial)
         self._tokens: list[DecodedToken] = []
