@@ -53,25 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="accept a tokenizer other than the one the .pte was exported with (its size must still match)",
     )
     g = p.add_argument_group("long audio (buffered left | chunk | right decoding)")
-    g.add_argument(
-        "--chunk-seconds",
-        type=float,
-        default=None,
-        help=f"audio decoded per window (default {FILE_CONTEXT[1]:g}; live {LIVE_CONTEXT[1]:g}); "
-        "0 = one pass, refusing audio past the .pte's bound",
-    )
-    g.add_argument(
-        "--left-context-seconds",
-        type=float,
-        default=None,
-        help=f"audio before the chunk the encoder sees (default {FILE_CONTEXT[0]:g}; live {LIVE_CONTEXT[0]:g})",
-    )
-    g.add_argument(
-        "--right-context-seconds",
-        type=float,
-        default=None,
-        help=f"audio after the chunk the encoder sees (default {FILE_CONTEXT[2]:g}; live {LIVE_CONTEXT[2]:g})",
-    )
+    add_context_flags(g)
     g.add_argument("--quiet", action="store_true", help="no progress bar or per-file timings on stderr")
     p.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     m = p.add_argument_group("manifest mode (a corpus, resumable)")
@@ -91,6 +73,34 @@ def build_parser() -> argparse.ArgumentParser:
         help="also show a draft of the right context (stderr for txt, 'draft' key for jsonl)",
     )
     return p
+
+
+def add_context_flags(group, live: bool = True) -> None:
+    """The context flags (``--chunk-seconds``, ``--left-context-seconds``, ``--right-context-seconds``; None when
+    absent, see ``resolve_context``), shared with ``parakeet-transcribe-ray`` (``live=False``: no live defaults in
+    the help)."""
+
+    def default(i: int) -> str:
+        return f"default {FILE_CONTEXT[i]:g}" + (f"; live {LIVE_CONTEXT[i]:g}" if live else "")
+
+    group.add_argument(
+        "--chunk-seconds",
+        type=float,
+        default=None,
+        help=f"audio decoded per window ({default(1)}); 0 = one pass, refusing audio past the .pte's bound",
+    )
+    group.add_argument(
+        "--left-context-seconds",
+        type=float,
+        default=None,
+        help=f"audio before the chunk the encoder sees ({default(0)})",
+    )
+    group.add_argument(
+        "--right-context-seconds",
+        type=float,
+        default=None,
+        help=f"audio after the chunk the encoder sees ({default(2)})",
+    )
 
 
 def resolve_context(args, live: bool) -> LongFormOptions:

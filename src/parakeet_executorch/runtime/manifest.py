@@ -23,16 +23,13 @@ from ..file_hash import file_sha256
 from .formats import LEVELS
 from .longform import FILE_CONTEXT, LongFormOptions
 from .manifest_io import (
-    KEY_AUDIO,
-    KEY_MODEL,
-    KEY_SETTINGS,
-    RESULT_KEYS,
     LineWriter,
     ManifestEntry,
     ManifestError,
     check_output_path,
     read_manifest,
     repair,
+    result_line,
     scan_output,
 )
 from .manifest_worker import Result, init_worker, load, transcribe_entry, work
@@ -169,10 +166,7 @@ def transcribe_manifest(
             repair(output, scan)
             with LineWriter(output) as writer:
                 for entry, fields, seconds in results:
-                    record = {k: v for k, v in entry.record.items() if k not in RESULT_KEYS}
-                    writer.write(
-                        {**record, **fields, KEY_AUDIO: str(entry.audio), KEY_MODEL: sha, KEY_SETTINGS: settings}
-                    )
+                    writer.write(result_line(entry, fields, sha, settings))
                     written += 1
                     for w in fields.get("warnings", ()):
                         _say(bar, f"{PROG}: warning: {w}")

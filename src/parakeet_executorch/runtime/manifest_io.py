@@ -91,6 +91,19 @@ def read_manifest(path: str | Path) -> list[ManifestEntry]:
     return entries
 
 
+def result_line(entry: ManifestEntry, fields: dict, pte_sha256: str, settings: dict) -> dict:
+    """The output line of ``entry``: its input object without earlier result keys (``RESULT_KEYS``), the result
+    ``fields`` (``pred_text`` and timestamp levels, or ``error``; ``warnings``), then the three key fields. Manifest
+    mode and the Ray mode (``parakeet_executorch.scale``) both write exactly this."""
+    record = {k: v for k, v in entry.record.items() if k not in RESULT_KEYS}
+    return {**record, **fields, KEY_AUDIO: str(entry.audio), KEY_MODEL: pte_sha256, KEY_SETTINGS: settings}
+
+
+def encode_line(record: dict) -> str:
+    """One output line's JSON text, without its newline (UTF-8 kept as is, not ``\\u`` escaped)."""
+    return json.dumps(record, ensure_ascii=False)
+
+
 def _no_constant(name: str):
     raise ValueError(f"{name} is not strict JSON (write a number, a string or null)")
 
@@ -212,7 +225,7 @@ class LineWriter:
         self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def write(self, record: dict) -> None:
-        data = memoryview((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+        data = memoryview((encode_line(record) + "\n").encode("utf-8"))
         while data:  # a regular file takes it in one call; the loop covers a short write (signal, full disk)
             data = data[os.write(self.fd, data) :]
 
