@@ -14,7 +14,6 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from parakeet_executorch.runtime.cli import main as transcribe_main
@@ -25,48 +24,8 @@ PROG = "parakeet-transcribe"
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory, jfk_path, clips_dir, bad_clips) -> Path:
-    """A manifest of 13 entries: short cuts of jfk.wav in several formats, rates and channel counts (relative paths),
-    the session's re-encoded and damaged clips (absolute), a zero-frame WAV, and four files that fail: NaN samples,
-    text named .wav, a zero-byte file, a missing file."""
-    import soundfile as sf
-
-    d = tmp_path_factory.mktemp("corpus")
-    (d / "audio").mkdir()
-    mono, rate = sf.read(str(jfk_path), dtype="float32")
-
-    def cut(name: str, start: float, end: float, out_rate: int, channels: int = 1, **kw) -> str:
-        import soxr
-
-        part = soxr.resample(mono[int(start * rate) : int(end * rate)], rate, out_rate)
-        data = np.stack([part * (0.9 - 0.2 * c) for c in range(channels)], axis=1) if channels > 1 else part
-        sf.write(str(d / "audio" / name), data, out_rate, **kw)
-        return f"audio/{name}"
-
-    relative = [
-        cut("a_8k.flac", 0.0, 2.2, 8000),
-        cut("b_22k.ogg", 2.0, 4.5, 22050, format="OGG", subtype="VORBIS"),
-        cut("c_16k.mp3", 4.0, 6.0, 16000, format="MP3"),
-        cut("d_44k_stereo.wav", 6.0, 8.5, 44100, channels=2, subtype="PCM_16"),
-        cut("e_float.wav", 8.0, 11.0, 16000, subtype="FLOAT"),
-    ]
-    sf.write(str(d / "audio" / "zero_frames.wav"), np.zeros(0, np.float32), 16000)
-    (d / "audio" / "not_audio.wav").write_text("this is not audio")
-    (d / "audio" / "zero_bytes.wav").write_bytes(b"")
-    records = [{"audio_filepath": p, "duration": 2.5, "text": f"reference {i}"} for i, p in enumerate(relative)]
-    records += [
-        {"audio_filepath": str(jfk_path), "speaker": "jfk"},
-        {"audio_filepath": str(clips_dir / "jfk_48k_stereo.wav")},
-        {"audio_filepath": str(bad_clips / "truncated.wav")},
-        {"audio_filepath": "audio/zero_frames.wav"},
-        {"audio_filepath": str(bad_clips / "nan.wav")},
-        {"audio_filepath": "audio/not_audio.wav"},
-        {"audio_filepath": "audio/zero_bytes.wav"},
-        {"audio_filepath": "audio/missing.wav", "duration": 1.0},
-    ]
-    manifest = d / "manifest.jsonl"
-    manifest.write_text("".join(json.dumps(r) + "\n" for r in records))
-    return manifest
+def corpus(manifest_corpus) -> Path:
+    return manifest_corpus
 
 
 @pytest.fixture(scope="module")

@@ -18,5 +18,5 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 python3 -m pip install -q torch==2.13.0
-python3 -m pip install -q -e ".[export,test,bench]"
+python3 -m pip install -q -e ".[export,test,bench,scale]"
 bash .ci/scripts/build_parakeet_runner.sh
