@@ -11,6 +11,7 @@ failed (their ``error`` rows are in the output), 130 on Ctrl-C.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from ..library_log import VERBOSE_HELP, quiet_cli
@@ -127,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # Ray's errors (an actor that cannot start, a lost node): one line, then the cause
         if not type(exc).__module__.startswith("ray"):
             raise
-        return _error(f"the Ray job failed, nothing written: {_first_line(exc)}")
+        return _error(f"the Ray job failed, nothing written: {_cause(exc)}")
     finally:
         if started and ray.is_initialized():
             ray.shutdown()
@@ -148,11 +149,11 @@ def _error(problem) -> int:
     return 2
 
 
-def _first_line(exc: BaseException) -> str:
-    # Ray wraps an actor's exception with its traceback; the cause's own message is the useful part.
-    cause = getattr(exc, "cause", None) or exc.__cause__ or exc
-    lines = [line for line in str(cause).splitlines() if line.strip()]
-    return lines[-1] if lines else type(cause).__name__
+def _cause(exc: BaseException) -> str:
+    # Ray's errors hold the remote traceback; its last line is the actor's own exception and message.
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else type(exc).__name__
 
 
 def _check_cpus(ray, options) -> None:
