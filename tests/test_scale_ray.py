@@ -234,4 +234,5 @@ def test_bad_input_is_one_line_and_writes_nothing(exported_xnnpack, tmp_path, ca
     if case not in ("no input", "both inputs", "words and all", "concurrency 0", "cpus 0"):
         assert len(err) == 1, err
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
-    assert sorted(os.listdir(tmp_path)) == sorted([*before, *(["folder.jsonl"] if case == "output is a folder" else [])])
+    folders = ["folder.jsonl"] if case == "output is a folder" else []
+    assert sorted(os.listdir(tmp_path)) == sorted([*before, *folders])  # no temporary file left either
