@@ -87,12 +87,25 @@ def init_worker(
     join_log(log)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
+    with redirect_stderr(io.StringIO()):  # the runtime's load chatter; the parent loaded (and showed) it once
+        limit_threads(threads)
+        transcriber = load(model_path, tokenizer, check_fingerprint, long_form)
+    _state = (transcriber, long_form, non_finite, levels)
+
+
+def limit_threads(threads: int) -> None:
+    """Run this process on ``threads`` CPU threads: torch's intra-op pool, and ExecuTorch's threadpool, on which
+    the XNNPACK delegate runs and which starts with one thread per core of the machine (N workers, or N Ray actors
+    on one node, would each take every core). Writes ExecuTorch's runtime log lines to ``sys.stderr``."""
     import torch
 
     torch.set_num_threads(threads)
-    with redirect_stderr(io.StringIO()):  # the runtime's load chatter; the parent loaded (and showed) it once
-        transcriber = load(model_path, tokenizer, check_fingerprint, long_form)
-    _state = (transcriber, long_form, non_finite, levels)
+    from executorch.extension.pybindings import portable_lib
+
+    count = getattr(portable_lib, "_threadpool_get_thread_count", None)
+    reset = getattr(portable_lib, "_unsafe_reset_threadpool", None)  # safe here: nothing runs on the pool yet
+    if count is not None and reset is not None and count() != threads:
+        reset(threads)
 
 
 def _exit_with_parent(parent: int) -> None:

@@ -1,9 +1,10 @@
 """The Ray Data actor: one loaded .pte per actor, then manifest mode's per-file work on each batch of entries.
 
 Ray creates ``concurrency`` instances of ``TranscribeActor`` (``ray.data.ActorPoolStrategy``), each in its own
-worker process on some node, each reserving ``num_cpus_per_actor`` CPUs and using as many torch threads. The model
-is loaded once per actor, from the same path on every node (shared storage, or the same copy at the same place), and
-the actor checks that its copy is the one the driver hashed, so that every row's ``pte_sha256`` is true.
+worker process on some node, each reserving ``num_cpus_per_actor`` CPUs and running as many threads
+(``manifest_worker.limit_threads``). The model is loaded once per actor, from the same path on every node (shared
+storage, or the same copy at the same place), and the actor checks that its copy is the one the driver hashed, so
+that every row's ``pte_sha256`` is true.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from ..file_hash import file_sha256
 from ..runtime.longform import LongFormOptions
 from ..runtime.manifest_io import result_line
-from ..runtime.manifest_worker import load, transcribe_entry
+from ..runtime.manifest_worker import limit_threads, load, transcribe_entry
 from .rows import Row, entries_of, table
 
 
@@ -35,7 +36,7 @@ class ActorConfig:
         long_form: context sizes in seconds.
         non_finite: ``"error"`` or ``"zero"`` for NaN/Inf samples.
         levels: the timestamp levels of each line (``formats.LEVELS`` value).
-        threads: torch threads per actor (its reserved CPUs, at least 1).
+        threads: CPU threads per actor, torch's and ExecuTorch's (its reserved CPUs, at least 1).
         pte_sha256: the driver's SHA-256 of ``model`` (written in every line).
         settings: manifest mode's ``line_settings`` (written in every line).
     """
@@ -60,9 +61,6 @@ class TranscribeActor:
     """
 
     def __init__(self, config: ActorConfig):
-        import torch
-
-        torch.set_num_threads(config.threads)
         sha = file_sha256(config.model)
         if sha != config.pte_sha256:
             raise ModelMismatch(
@@ -70,6 +68,7 @@ class TranscribeActor:
                 "must read the same .pte"
             )
         with redirect_stderr(io.StringIO()):  # the runtime's load chatter; the driver loaded (and checked) it once
+            limit_threads(config.threads)
             self.transcriber = load(Path(config.model), config.tokenizer, config.check_fingerprint, config.long_form)
         self.config = config
 

@@ -39,7 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true", help="replace an existing --output")
     r = p.add_argument_group("Ray")
     r.add_argument("--concurrency", type=int, default=1, help="actors, each with its own copy of the model")
-    r.add_argument("--num-cpus-per-actor", type=float, default=1.0, help="CPUs (and torch threads) per actor")
+    r.add_argument(
+        "--num-cpus-per-actor",
+        type=float,
+        default=1.0,
+        help="CPUs Ray reserves per actor; it runs as many threads (default 1)",
+    )
     r.add_argument("--batch-size", type=int, default=4, help="files per block and per actor call (default 4)")
     t = p.add_argument_group("transcripts")
     t.add_argument("--timestamps", choices=tuple(LEVELS), default=None, help="timestamp levels in each line")

@@ -28,9 +28,9 @@ class ScaleOptions:
 
     Attributes:
         concurrency: actors, each holding one copy of the model (a fixed-size ``ActorPoolStrategy``).
-        num_cpus_per_actor: CPUs Ray reserves for each actor (> 0); the actor runs that many torch threads
-            (rounded down, at least 1). ``concurrency * num_cpus_per_actor`` CPUs must exist in the cluster, or
-            the actors beyond them wait (an autoscaling cluster adds nodes).
+        num_cpus_per_actor: CPUs Ray reserves for each actor (> 0); the actor runs that many threads, torch's
+            and ExecuTorch's (rounded down, at least 1). ``concurrency * num_cpus_per_actor`` CPUs must exist in
+            the cluster, or the actors beyond them wait (an autoscaling cluster adds nodes).
         batch_size: files per block of the dataset and per actor call: the unit Ray schedules (and retries). Small
             batches spread files of unequal length over the actors; large ones cut Ray's per-block overhead on
             corpora of millions of files.
