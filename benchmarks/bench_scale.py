@@ -10,7 +10,9 @@ time (interpreter start, model loads and, for Ray, starting and stopping Ray inc
 "fixed" part is that minus the transcription phase the command reports (for Ray: the dataset's execution, which
 includes starting the actors and their model loads). Checks that every run writes the same lines (the Ray lines
 byte for byte equal to manifest mode's), and prints a table with ratios (also ``results.md`` and ``results.json`` in
-``--out``), with the load average before each run (other work on the machine slows every figure).
+``--out``). ``--repeat N`` runs N rounds, each starting at another item, and keeps each item's median; the CPU
+seconds that other processes used during a run ("others' CPU s": the machine's busy time less the run's own
+processes', ``OwnCpu``) say how much other work on the machine slowed it.
 """
 
 from __future__ import annotations
@@ -40,6 +42,77 @@ def command(kind: str, n: int, cpus: float | None, model: Path, manifest: Path, 
     return cmd + ["--manifest", str(manifest), "--output", str(output)]
 
 
+MARK = "BENCH_SCALE_RUN"
+
+
+class OwnCpu:
+    """CPU seconds of every process of one run: those whose environment holds ``MARK=token`` (the command and all
+    it starts, Ray's daemons and actors included, which inherit the driver's environment), sampled from /proc every
+    0.2 s until ``stop`` (a process's last 0.2 s before it exits can be missed). Linux only; 0 elsewhere."""
+
+    def __init__(self, token: str):
+        import threading
+
+        self.needle = f"{MARK}={token}".encode()
+        self.seen: dict[int, float] = {}
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._poll, daemon=True)
+        self.thread.start()
+
+    def _poll(self) -> None:
+        tick = os.sysconf("SC_CLK_TCK")
+        while True:
+            for proc in Path("/proc").glob("[0-9]*"):
+                try:
+                    if self.needle not in (proc / "environ").read_bytes():
+                        continue
+                    fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                self.seen[int(proc.name)] = (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+            if self.done.wait(0.2):
+                return
+
+    def stop(self) -> float:
+        self.done.set()
+        self.thread.join()
+        return sum(self.seen.values())
+
+
+def busy_cpu() -> float:
+    """CPU seconds the whole machine has been busy (/proc/stat; 0 elsewhere)."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except OSError:
+        return 0.0
+    user, nice, system, _idle, _iowait, irq, softirq = fields[:7]
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(cmd: list[str]) -> dict:
+    """Run ``cmd`` once: its wall time, the transcription phase it reports, its processes' CPU seconds, and the CPU
+    seconds the rest of the machine used meanwhile (other work that slowed it)."""
+    token = f"{os.getpid()}-{time.monotonic_ns()}"
+    busy0 = busy_cpu()
+    own = OwnCpu(token)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, MARK: token})
+    wall = time.perf_counter() - t0
+    own_s = own.stop()
+    busy = busy_cpu() - busy0
+    err = proc.stderr.decode(errors="replace")
+    if proc.returncode != 0:
+        print(err, file=sys.stderr)
+        raise SystemExit(f"{' '.join(cmd)}: exit {proc.returncode}")
+    phase = PHASE.search(err)
+    return {
+        "wall_s": round(wall, 2),
+        "fixed_s": round(wall - float(phase.group(1)), 1) if phase else None,
+        "own_cpu_s": round(own_s, 1),
+        "others_cpu_s": round(max(0.0, busy - own_s), 1),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", type=Path, required=True, help="model.pte (tokenizer.model next to it)")
@@ -52,45 +125,46 @@ def main(argv: list[str] | None = None) -> int:
         help="manifest:WORKERS or ray:ACTORSxCPUS_PER_ACTOR (default: one worker or actor on all cores, then one "
         "per core, on this 2-core machine)",
     )
+    ap.add_argument(
+        "--repeat", type=int, default=1, help="rounds over --runs, each in another order; the median is kept"
+    )
     args = ap.parse_args(argv)
     cores = os.cpu_count() or 1
-    manifest, audio_s = write_clips(args.out / "clips", args.clips)
-    runs, lines = [], {}
+    specs = []
     for spec in args.runs:
         match = RUN.match(spec)
         if not match:
             ap.error(f"--runs {spec}: write manifest:N or ray:NxC")
-        kind, n = match.group(1), int(match.group(2))
-        cpus = float(match.group(3) or (cores / n))
-        output = args.out / f"out_{spec.replace(':', '_')}.jsonl"
-        output.unlink(missing_ok=True)
-        load = os.getloadavg()[0]
-        t0 = time.perf_counter()
-        proc = subprocess.run(
-            command(kind, n, cpus, args.model, manifest, output), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
-        wall = time.perf_counter() - t0
-        err = proc.stderr.decode(errors="replace")
-        if proc.returncode != 0:
-            print(err, file=sys.stderr)
-            raise SystemExit(f"{spec}: exit {proc.returncode}")
-        phase = PHASE.search(err)
-        lines[spec] = sorted(output.read_text(encoding="utf-8").splitlines())
+        n = int(match.group(2))
+        specs.append((spec, match.group(1), n, float(match.group(3) or (cores / n))))
+    manifest, audio_s = write_clips(args.out / "clips", args.clips)
+    samples: dict[str, list[dict]] = {spec: [] for spec, *_ in specs}
+    lines: dict[str, list[str]] = {}
+    for round_ in range(args.repeat):
+        for spec, kind, n, cpus in specs[round_ % len(specs) :] + specs[: round_ % len(specs)]:
+            output = args.out / f"out_{spec.replace(':', '_')}.jsonl"
+            output.unlink(missing_ok=True)
+            sample = measure(command(kind, n, cpus, args.model, manifest, output))
+            samples[spec].append(sample)
+            lines[spec] = sorted(output.read_text(encoding="utf-8").splitlines())
+            print(f"{spec}: {sample}", file=sys.stderr)
+    runs = []
+    for spec, kind, n, cpus in specs:
+        median = sorted(samples[spec], key=lambda m: m["wall_s"])[(len(samples[spec]) - 1) // 2]
+        wall = median["wall_s"]
         runs.append(
             {
                 "run": spec,
                 "mode": kind,
                 "processes": n,
-                "cpus_each": round(cpus, 2) if kind == "ray" else round(cores / n, 2),
-                "load_before": round(load, 2),
-                "wall_s": round(wall, 2),
-                "fixed_s": round(wall - float(phase.group(1)), 1) if phase else None,
+                "cpus_each": round(cpus, 2),
+                **median,
+                "walls_s": [m["wall_s"] for m in samples[spec]],
                 "clips_per_s": round(len(lines[spec]) / wall, 3),
                 "audio_hours_per_hour": round(audio_s / wall, 2),
                 "audio_hours_per_core_hour": round(audio_s / wall / cores, 2),
             }
         )
-        print(f"{spec}: {wall:.1f} s (load {load:.2f})", file=sys.stderr)
     first = lines[args.runs[0]]
     same = all(v == first for v in lines.values())
     base = runs[0]["clips_per_s"]
@@ -104,13 +178,14 @@ def main(argv: list[str] | None = None) -> int:
         f"Ray overhead against manifest mode: {args.clips} clips, {audio_s / 60:.1f} min of audio, {args.model} "
         f"({cores} cores); every run wrote the same lines: {same}; load average (1, 5, 15 min) at the end: {loadavg}",
         "",
-        f"| run | processes x CPUs | load before | wall s | fixed s | clips/s | audio h per h | per core-hour "
-        f"| vs {args.runs[0]} | Ray vs manifest, same count |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        f"| run | processes x CPUs | wall s (median of {args.repeat}) | all walls | fixed s | others' CPU s | "
+        f"clips/s | audio h per h | per core-hour | vs {args.runs[0]} | Ray vs manifest, same count |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     rows += [
-        f"| {r['run']} | {r['processes']} x {r['cpus_each']:g} | {r['load_before']} | {r['wall_s']} | "
-        f"{r['fixed_s']} | {r['clips_per_s']} | {r['audio_hours_per_hour']} | {r['audio_hours_per_core_hour']} | "
+        f"| {r['run']} | {r['processes']} x {r['cpus_each']:g} | {r['wall_s']} | "
+        f"{', '.join(f'{w:g}' for w in r['walls_s'])} | {r['fixed_s']} | {r['others_cpu_s']} | {r['clips_per_s']} | "
+        f"{r['audio_hours_per_hour']} | {r['audio_hours_per_core_hour']} | "
         f"{r['vs_first']} | {r['vs_manifest_same_n'] if r['vs_manifest_same_n'] is not None else ''} |"
         for r in runs
     ]
@@ -122,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         "audio_s": audio_s,
         "model": str(args.model),
         "cores": cores,
+        "repeat": args.repeat,
         "same_lines": same,
         "loadavg_end": loadavg,
         "runs": runs,
