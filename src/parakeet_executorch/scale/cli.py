@@ -11,6 +11,7 @@ failed (their ``error`` rows are in the output), 130 on Ctrl-C.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 
@@ -90,6 +91,14 @@ def main(argv: list[str] | None = None) -> int:
     problem = usage_error(args)
     if problem:
         parser.error(problem)
+    try:
+        return _run(args)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted: nothing written (the output is written whole); run it again", file=sys.stderr)
+        return 130
+
+
+def _run(args) -> int:
     from ..runtime.manifest_io import ManifestError
     from ..runtime.pte_model import PteModelError
     from ..tokenizer import TokenizerError
@@ -120,14 +129,15 @@ def main(argv: list[str] | None = None) -> int:
     started = not ray.is_initialized()
     try:
         if started:
-            ray.init(log_to_driver=args.verbose)
+            try:
+                ray.init(log_to_driver=args.verbose)
+            except Exception as exc:
+                address = os.environ.get("RAY_ADDRESS")
+                where = f"join the Ray cluster at RAY_ADDRESS={address}" if address else "start a local Ray"
+                return _error(f"cannot {where}: {_cause(exc)}")
         _check_cpus(ray, options)
-        ctx = ray.data.DataContext.get_current()
-        ctx.enable_progress_bars = not args.quiet and sys.stderr.isatty()
+        ray.data.DataContext.get_current().enable_progress_bars = not args.quiet and sys.stderr.isatty()
         summary = write_results(job.dataset(), args.output, overwrite=args.overwrite)
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted: nothing written (the output is written whole); run it again", file=sys.stderr)
-        return 130
     except (OutputError, OSError) as exc:
         return _error(exc)
     except Exception as exc:  # Ray's errors (an actor that cannot start, a lost node): one line, then the cause
