@@ -16,7 +16,8 @@ import re
 import sys
 
 from ..library_log import VERBOSE_HELP, quiet_cli
-from ..runtime.cli import add_context_flags, printed_warnings, resolve_context
+from ..runtime.cli import add_context_flags, resolve_context
+from ..runtime.cli_warnings import printed_warnings
 from ..runtime.formats import LEVELS
 
 PROG = "parakeet-transcribe-ray"
