@@ -1,5 +1,6 @@
 """``parakeet-transcribe-ray``: transcribe a manifest (or audio files) on a Ray cluster into one JSONL or Parquet
-file; the work is ``job.transcribe_dataset`` and ``output.write_results``.
+file; the work is ``job.prepare`` then ``Job.dataset`` (what ``transcribe_dataset`` does, with ``ray.init`` between
+the checks and the run) and ``output.write_results``.
 
 ``ray.init()`` joins the cluster at ``RAY_ADDRESS`` when it is set, else starts a local Ray on this machine's CPUs.
 Bad input (flags, the output path, the manifest, Ray missing, the model) is one ``parakeet-transcribe-ray: error:``
