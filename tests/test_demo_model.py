@@ -67,12 +67,13 @@ def test_model_card_figures_match_the_training_log():
 
 def test_demo_command_prints_the_sample_sentence(tmp_path, capsys, monkeypatch):
     from parakeet_executorch.demo import main
-    from parakeet_executorch.runtime.transcribe import Transcriber
+    from parakeet_executorch.runtime.single_pass import SinglePassTranscriber
 
     monkeypatch.setenv("PARAKEET_CACHE_DIR", str(tmp_path / "cache"))  # the export cache, kept out of ~/.cache
     calls = []
-    original = Transcriber.transcribe
-    monkeypatch.setattr(Transcriber, "transcribe", lambda self, audio: calls.append(1) or original(self, audio))
+    # Every mode (a file, a waveform, one window or buffered) ends in the engine's encoder call.
+    original = SinglePassTranscriber.encode
+    monkeypatch.setattr(SinglePassTranscriber, "encode", lambda self, audio: calls.append(1) or original(self, audio))
     assert main(["--out", str(tmp_path), "--check"]) == 0
     assert len(calls) == 1, "the demo must transcribe the sample once and reuse the transcript for its checks"
     monkeypatch.undo()
