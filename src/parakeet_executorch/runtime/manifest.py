@@ -59,26 +59,36 @@ class WorkerError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class ManifestOptions:
-    """How ``transcribe_manifest`` runs.
+class LineSettings:
+    """What decides an output line's content, shared by manifest mode and the Ray mode (``scale.ScaleOptions``).
 
     Attributes:
-        workers: processes, each with its own copy of the model (1: in this process).
         timestamps: a ``formats.LEVELS`` key: ``none`` (``pred_text`` only), ``token``, ``word``, ``segment`` or
             ``all``; each level becomes a list of ``{"text", "start", "end"}`` (seconds; tokens also ``"id"``).
         long_form: context sizes in seconds for files longer than one window.
         non_finite: ``"error"`` fails a file with NaN/Inf samples, ``"zero"`` replaces them by silence.
-        tokenizer: the tokenizer.model (default: the one next to the .pte).
+        tokenizer: the tokenizer.model (default: the one next to the .pte; on a cluster, the same path on every
+            node).
         check_fingerprint: require the tokenizer the .pte was exported with.
-        quiet: no progress bar or summary on stderr (the bar shows only on a terminal anyway).
     """
 
-    workers: int = 1
     timestamps: str = "none"
     long_form: LongFormOptions = field(default_factory=lambda: LongFormOptions(*FILE_CONTEXT))
     non_finite: str = "error"
     tokenizer: str | Path | None = None
     check_fingerprint: bool = True
+
+
+@dataclass(frozen=True)
+class ManifestOptions(LineSettings):
+    """How ``transcribe_manifest`` runs: the ``LineSettings`` and
+
+    Attributes:
+        workers: processes, each with its own copy of the model (1: in this process).
+        quiet: no progress bar or summary on stderr (the bar shows only on a terminal anyway).
+    """
+
+    workers: int = 1
     quiet: bool = False
 
 
@@ -189,7 +199,7 @@ def transcribe_manifest(
     return ManifestSummary(len(entries), skipped, transcribed, failed, audio_seconds, time.perf_counter() - t0)
 
 
-def line_settings(model_path: str | Path, options: ManifestOptions) -> dict:
+def line_settings(model_path: str | Path, options: LineSettings) -> dict:
     """The settings that change an output line's content, stored in each line (``settings``): a rerun counts a line
     as done only when they match. Contexts in seconds; the tokenizer by its SHA-256 (None when it is missing: the
     load then fails)."""

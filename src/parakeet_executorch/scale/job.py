@@ -8,13 +8,13 @@ model: loaded once there and dropped); the dataset is lazy: Ray transcribes when
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..file_hash import file_sha256
 from ..runtime.formats import LEVELS
 from ..runtime.longform import FILE_CONTEXT, LongFormOptions
-from ..runtime.manifest import ManifestOptions, line_settings
+from ..runtime.manifest import LineSettings, line_settings
 from ..runtime.manifest_io import ManifestEntry
 from .actor import ActorConfig, TranscribeActor
 from .ray_import import import_ray
@@ -23,8 +23,9 @@ from .source import Source, read_source
 
 
 @dataclass(frozen=True)
-class ScaleOptions:
-    """How a Ray job runs (``transcribe_dataset``'s keyword arguments).
+class ScaleOptions(LineSettings):
+    """How a Ray job runs (``transcribe_dataset``'s keyword arguments): the ``runtime.manifest.LineSettings``
+    (timestamps, long_form, non_finite, tokenizer, check_fingerprint, as manifest mode's) and
 
     Attributes:
         concurrency: actors, each holding one copy of the model (a fixed-size ``ActorPoolStrategy``).
@@ -34,22 +35,11 @@ class ScaleOptions:
         batch_size: files per block of the dataset and per actor call: the unit Ray schedules (and retries). Small
             batches spread files of unequal length over the actors; large ones cut Ray's per-block overhead on
             corpora of millions of files.
-        timestamps: a ``formats.LEVELS`` key (``none``, ``token``, ``word``, ``segment``, ``all``), as manifest
-            mode's ``--timestamps``.
-        long_form: context sizes in seconds for files longer than one window.
-        non_finite: ``"error"`` fails a file with NaN/Inf samples, ``"zero"`` replaces them by silence.
-        tokenizer: the tokenizer.model (default: the one next to the .pte), the same path on every node.
-        check_fingerprint: require the tokenizer the .pte was exported with.
     """
 
     concurrency: int = 1
     num_cpus_per_actor: float = 1.0
     batch_size: int = 4
-    timestamps: str = "none"
-    long_form: LongFormOptions = field(default_factory=lambda: LongFormOptions(*FILE_CONTEXT))
-    non_finite: str = "error"
-    tokenizer: str | Path | None = None
-    check_fingerprint: bool = True
 
     def check(self) -> None:
         """Raise ValueError naming the first option out of range."""
@@ -108,15 +98,7 @@ def prepare(source: Source, model: str | Path, options: ScaleOptions | None = No
     entries = read_source(source)
     import_ray()
     load(model, options.tokenizer, options.check_fingerprint, options.long_form)
-    settings = line_settings(
-        model,
-        ManifestOptions(
-            timestamps=options.timestamps,
-            long_form=options.long_form,
-            non_finite=options.non_finite,
-            tokenizer=options.tokenizer,
-        ),
-    )
+    settings = line_settings(model, options)
     config = ActorConfig(
         model=str(Path(model).resolve()),
         tokenizer=None if options.tokenizer is None else str(Path(options.tokenizer).resolve()),
