@@ -231,3 +231,34 @@ def test_mixed_voice_long_clips():
     assert a.shape != b.shape or not np.allclose(a, b)
     with pytest.raises(ValueError):
         corpus.training_set(3, hours=0.5, mixed_voice_fraction=1.5)
+
+
+def test_speed_perturbation_moves_pitch_and_length_by_the_drawn_factor():
+    """A tone sped up by f lasts 1/f as long at f x its frequency; at probability 0 the other draws (and so the
+    audio) are those of the recipe without it, so earlier corpora are made again exactly."""
+    rate, hz = 16000, 440.0
+    x = np.sin(2 * np.pi * hz * np.arange(rate) / rate).astype(np.float32)
+    recipe = augment.AugmentRecipe(speed_p=1.0, reverb_p=0.0, noise_p=0.0, peak_dbfs=(-1.0, -1.0))
+    y, info = augment.augment(x, np.random.default_rng(4), recipe=recipe)
+    f = info["speed"]
+    assert 0.85 <= f <= 1.15 and abs(len(y) - len(x) / f) <= 2
+    spectrum = np.abs(np.fft.rfft(y * np.hanning(len(y))))
+    peak_hz = np.argmax(spectrum) * rate / len(y)
+    assert abs(peak_hz - hz * f) < 3.0
+    plain = augment.augment(x, np.random.default_rng(4))
+    off = augment.augment(x, np.random.default_rng(4), recipe=augment.AugmentRecipe(speed_p=0.0))
+    assert np.array_equal(plain[0], off[0]) and "speed" not in off[1]
+    with pytest.raises(ValueError, match="positive"):
+        augment.perturb_speed(x, 0.0)
+
+
+def test_speed_perturbed_training_clips_keep_their_draws():
+    """The option only adds the perturbation: same texts, voices and seeds; synthesis then changes some lengths."""
+    base = corpus.training_set(5, clips=12)
+    sped = corpus.training_set(5, clips=12, speed_perturb=1.0)
+    assert [(c.texts, c.voice, c.seed) for c in sped] == [(c.texts, c.voice, c.seed) for c in base]
+    assert all(c.speed_perturb == 1.0 for c in sped) and sped[0].describe()["speed_perturb"] == 1.0
+    a, b = corpus.synthesize_clip(base[0]), corpus.synthesize_clip(sped[0])
+    assert a.dtype == b.dtype == np.float32 and len(a) != len(b)
+    with pytest.raises(ValueError, match="speed_perturb"):
+        corpus.training_set(5, clips=3, speed_perturb=2.0)

@@ -3,6 +3,12 @@
 The recipe (``AugmentRecipe``'s defaults), applied to each training clip with its own ``numpy`` generator, so a
 clip's result depends only on its seed:
 
+0. Speed, with probability ``speed_p`` (0 by default; the corpus sets it from ``--speed-perturb``): the clip is
+   resampled as if recorded at ``factor`` x the sample rate, factor uniform in 0.85-1.15 (soxr), so it plays
+   ``factor`` x faster with pitch and formants ``factor`` x higher, as Kaldi's and NeMo's speed perturbation do.
+   Shifted formants stand in for speakers with other vocal-tract lengths: the synthesizers have few voices, and
+   a held-out voice is mostly a new speaker. At probability 0 no random number is drawn, so the other steps'
+   draws are those of a recipe without it.
 1. Room, with probability 0.4: the clip is convolved with a synthetic impulse response: a unit direct path,
    then after 2-8 ms a tail of Gaussian noise whose amplitude decays by 60 dB over RT60 seconds (RT60 uniform in
    0.15-0.9 s) below 500 Hz, and over 0.9, 0.7 and 0.5 x RT60 in the bands 0.5-2, 2-4 and 4-8 kHz (walls absorb
@@ -28,6 +34,8 @@ RIR_BAND_RT60_FACTOR = (1.0, 0.9, 0.7, 0.5)
 
 @dataclass(frozen=True)
 class AugmentRecipe:
+    speed_p: float = 0.0
+    speed_factor: tuple[float, float] = (0.85, 1.15)
     reverb_p: float = 0.4
     rt60_s: tuple[float, float] = (0.15, 0.9)
     predelay_s: tuple[float, float] = (0.002, 0.008)
@@ -89,18 +97,40 @@ def hum(rng: np.random.Generator, n: int, sample_rate: int) -> np.ndarray:
     return wave / (np.sqrt(np.mean(wave**2)) or 1.0)
 
 
+def perturb_speed(audio: np.ndarray, factor: float, sample_rate: int = 16000) -> np.ndarray:
+    """``audio`` played ``factor`` x faster, pitch and formants included (soxr's high-quality resampler).
+
+    Args:
+        audio: 1-D float samples at ``sample_rate``.
+        factor: > 0; the result has about ``len(audio) / factor`` samples.
+    Raises:
+        ValueError: ``factor`` is not positive.
+    Mirrors the speed perturbation of NeMo's ``SpeedPerturbation`` (a resample read back at the original rate).
+    """
+    if factor <= 0:
+        raise ValueError(f"speed factor must be positive, got {factor}")
+    import soxr
+
+    return soxr.resample(audio, sample_rate * factor, sample_rate, quality="HQ")
+
+
 def augment(
     audio: np.ndarray, rng: np.random.Generator, sample_rate: int = 16000, recipe: AugmentRecipe = AugmentRecipe()
 ) -> tuple[np.ndarray, dict]:
     """Apply the recipe to one clip.
 
     Returns:
-        float32 audio of the same length, and what was applied (``{"rt60": ..., "snr_db": ..., ...}``).
+        float32 audio (of the same length unless the speed was perturbed), and what was applied
+        (``{"speed": ..., "rt60": ..., "snr_db": ..., ...}``).
     """
     x = audio.astype(np.float64)
     info: dict = {}
     if len(x) == 0 or not np.any(x):
         return audio.astype(np.float32), info
+    if recipe.speed_p > 0 and rng.random() < recipe.speed_p:
+        factor = rng.uniform(*recipe.speed_factor)
+        x = perturb_speed(x, factor, sample_rate)
+        info["speed"] = round(factor, 4)
     if rng.random() < recipe.reverb_p:
         rt60 = rng.uniform(*recipe.rt60_s)
         predelay, drr = rng.uniform(*recipe.predelay_s), rng.uniform(*recipe.drr_db)

@@ -14,7 +14,8 @@ Training mix (``training_set``, seed 0 by default):
   0.15-1.2 s; the rest are single segments (about 1-7 s). A long clip's segments share one voice, except for a
   ``mixed_voice_fraction`` of the long clips (default 0) where each segment has its own voice and a level of its
   own (+-6 dB), as in a conversation or in test set (d).
-- Augmentation: ``augment.py``'s recipe on every clip.
+- Augmentation: ``augment.py``'s recipe on every clip; with ``speed_perturb`` P > 0, a share P of the clips is
+  first sped up or slowed down by 0.85-1.15x, pitch and formants with it (new speakers from few voices).
 
 Held-out material (never in training):
 - voices: the espeak-ng variants m6 and f4, at speeds and pitches inside the training range; all of festival
@@ -91,6 +92,7 @@ class Clip:
     kinds: tuple[str, ...] = ()  # "sequence" or "sentence" per segment
     pause_range: tuple[float, float] = PAUSE_SECONDS
     voices: tuple[Voice, ...] = ()  # one per segment; empty: all by ``voice``
+    speed_perturb: float = 0.0  # probability of augment.py's speed perturbation (with ``augment``)
 
     def segment_voice(self, i: int) -> Voice:
         """The voice of segment ``i``."""
@@ -109,6 +111,8 @@ class Clip:
             "seed": self.seed,
             "augment": self.augment,
         }
+        if self.speed_perturb:
+            out["speed_perturb"] = self.speed_perturb
         if self.voices:
             out["voices"] = [asdict(v) for v in self.voices]
         return out
@@ -172,6 +176,7 @@ def training_set(
     clips: int | None = None,
     long_fraction: float = 0.3,
     mixed_voice_fraction: float = 0.0,
+    speed_perturb: float = 0.0,
 ) -> list[Clip]:
     """The training clips: ``clips`` of them, or else clips until the estimated audio reaches ``hours``.
 
@@ -180,12 +185,19 @@ def training_set(
             clips' share is below it.
         mixed_voice_fraction: share of the long clips whose segments each have their own training voice. At 0 the
             random draws are those of earlier versions, so a seed gives the same clips as before.
+        speed_perturb: probability that a clip's augmentation starts with a speed (and formant) change of
+            0.85-1.15x (``augment.py``); 0 keeps the draws of earlier versions.
     Raises:
         ValueError: neither ``hours`` nor ``clips``, or a fraction outside [0, 1].
     """
     if clips is None and hours is None:
         raise ValueError("give hours or clips")
-    for name, value in (("long_fraction", long_fraction), ("mixed_voice_fraction", mixed_voice_fraction)):
+    fractions = (
+        ("long_fraction", long_fraction),
+        ("mixed_voice_fraction", mixed_voice_fraction),
+        ("speed_perturb", speed_perturb),
+    )
+    for name, value in fractions:
         if not 0.0 <= value <= 1.0:
             raise ValueError(f"{name} must be in [0, 1], got {value}")
     rng = random.Random(seed)
@@ -215,6 +227,7 @@ def training_set(
                 augment=True,
                 kinds=tuple(kinds),
                 voices=tuple(voices) if mixed else (),
+                speed_perturb=speed_perturb,
             )
         )
         total_s += est
@@ -292,7 +305,7 @@ def synthesize_clip(clip: Clip, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
     """One clip's float32 audio: its segments spoken by its voice (or voices, each at a level of its own drawn
     uniformly in +-6 dB), joined by pauses drawn from its seed, then augmented when ``clip.augment``
     (``augment.py``). Raises ``SynthError``."""
-    from .augment import augment
+    from .augment import AugmentRecipe, augment
 
     gen = np.random.default_rng(clip.seed)
     parts = []
@@ -305,7 +318,7 @@ def synthesize_clip(clip: Clip, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
         parts.append(audio)
     audio = np.concatenate(parts) if len(parts) > 1 else parts[0]
     if clip.augment:
-        audio, _ = augment(audio, gen, sample_rate)
+        audio, _ = augment(audio, gen, sample_rate, AugmentRecipe(speed_p=clip.speed_perturb))
     return audio
 
 

@@ -136,6 +136,7 @@ def _make_data(args, log: dict) -> dict:
         clips=args.utterances,
         long_fraction=args.long_fraction,
         mixed_voice_fraction=args.mixed_voice_fraction,
+        speed_perturb=args.speed_perturb,
     )
     dev = corpus.dev_set(args.dev_utterances, args.seed + 1)
     print(f"synthesizing {len(clips)} training clips on {args.workers or 'all'} cores ...", flush=True)
@@ -355,6 +356,12 @@ def main(argv: list[str] | None = None) -> int:
         default=0.0,
         help="share of the long clips whose segments each have their own voice and level",
     )
+    p.add_argument(
+        "--speed-perturb",
+        type=float,
+        default=0.0,
+        help="share of the training clips sped up or slowed down by 0.85-1.15x, formants with them (augment.py)",
+    )
     p.add_argument("--workers", type=int, default=None, help="synthesis processes (default: one per core)")
     p.add_argument("--dev-utterances", type=int, default=200, help="held-out-voice clips for the dev WER")
     p.add_argument("--vocab-size", type=int, default=None, help="SentencePiece BPE pieces (default: the size's)")
@@ -392,6 +399,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--hours must be positive, --long-fraction in [0, 1] and --batch-seconds >= 0")
     if not 0 <= args.mixed_voice_fraction <= 1:
         p.error(f"--mixed-voice-fraction must be in [0, 1], got {args.mixed_voice_fraction}")
+    if not 0 <= args.speed_perturb <= 1:
+        p.error(f"--speed-perturb must be in [0, 1], got {args.speed_perturb}")
     if args.vocab_size is None:
         args.vocab_size = SIZES[args.size].vocab_size
     from .synth import SynthError
