@@ -59,7 +59,9 @@ class JointMethod(torch.nn.Module):
     """NeMo's ``RNNTJoint.joint_after_projection`` with the greedy argmaxes inside the graph.
 
     The output [V + 1 + D] is split into token logits (blank last) and duration logits before any argmax,
-    as NeMo's TDT decoders do.
+    as NeMo's TDT decoders do. Logits of a bf16 joint are cast to float32 first: bf16 argmax fails to compile as
+    a Metal shader in some ExecuTorch/macOS versions, and float32 takes no ties that bf16 rounding would make.
+    A float32 graph gets no cast at all.
     """
 
     def __init__(self, joint, num_token_classes: int):
@@ -69,6 +71,8 @@ class JointMethod(torch.nn.Module):
 
     def forward(self, encoded_frame: torch.Tensor, prediction: torch.Tensor):
         logits = self.joint.joint_after_projection(encoded_frame, prediction).reshape(-1)
+        if logits.dtype != torch.float32:
+            logits = logits.float()
         token = torch.argmax(logits[: self.num_token_classes], dim=0, keepdim=True)
         duration_index = torch.argmax(logits[self.num_token_classes :], dim=0, keepdim=True)
         return token, duration_index
