@@ -67,3 +67,27 @@ def test_every_metal_recipe_partitions_whole_and_gets_compile_options(recipe):
     assert "SHIM True" in out, out
     assert "UNTAGGED []" in out, out
     assert "TAGS 1" in out, out
+
+
+def test_metal_lowers_with_the_settings_of_executorchs_parakeet_metal_export():
+    """Metal takes the two settings of ExecuTorch's own Parakeet export (read from the installed example, so a
+    new release that drops them shows here); the CPU backends keep ExecuTorch's defaults."""
+    from pathlib import Path
+
+    import executorch
+    from executorch.exir import EdgeCompileConfig
+    from executorch.exir.passes import MemoryPlanningPass
+
+    from parakeet_executorch.export.backends import lowering_configs
+
+    upstream = Path(list(executorch.__path__)[0]) / "examples/models/parakeet/export_parakeet_tdt.py"
+    text = upstream.read_text()
+    assert "_skip_dim_order=True" in text and "MemoryPlanningPass(alloc_graph_input=False)" in text
+    edge, backend = lowering_configs("metal")
+    assert edge._skip_dim_order is True and backend.memory_planning_pass.alloc_graph_input is False
+    assert backend.extract_delegate_segments
+    default_planning = MemoryPlanningPass()
+    for name in ("portable", "xnnpack", "cuda"):
+        edge, backend = lowering_configs(name)
+        assert edge._skip_dim_order == EdgeCompileConfig()._skip_dim_order
+        assert backend.memory_planning_pass.alloc_graph_input == default_planning.alloc_graph_input

@@ -139,9 +139,9 @@ class _Export:
 
     def run(self) -> ExportReport:
         import torch
-        from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig, to_edge_transform_and_lower
+        from executorch.exir import to_edge_transform_and_lower
 
-        from .backends import partitioners
+        from .backends import lowering_configs, partitioners
         from .load import load_nemo_model, read_metadata
         from .output_dir import write_atomically
         from .program import export_methods
@@ -184,19 +184,20 @@ class _Export:
                 self.say(f"  encoder: linear_pos runs at run time: {rewrites['positional_table_skipped']}")
         with self._stage(f"lower ({opts.backend})"):
             parts, programs = partitioners(opts.backend, programs)
+            edge_config, backend_config = lowering_configs(opts.backend)
             # The shortcuts are checked (tests/test_lowering_speedups.py) to give a byte-identical .pte on XNNPACK.
             with faster_lowering(programs, parts, shortcuts=opts.lowering_shortcuts) if xnnpack else nullcontext():
                 edge = to_edge_transform_and_lower(
                     programs,
                     partitioner=parts,
                     constant_methods=meta.constant_methods(),
-                    compile_config=EdgeCompileConfig(_check_ir_validity=False),
+                    compile_config=edge_config,
                 )
         with (
             self._stage("to_executorch (memory planning, emit)"),
             faster_tracing(shortcuts=opts.lowering_shortcuts) if xnnpack else nullcontext(),
         ):
-            program = edge.to_executorch(ExecutorchBackendConfig(extract_delegate_segments=True))
+            program = edge.to_executorch(backend_config)
         with self._stage("serialize"):
             pte, tokenizer = self.out_dir / "model.pte", self.out_dir / "tokenizer.model"
             write_atomically(pte, program.buffer)

@@ -68,6 +68,28 @@ def partitioners(backend: str, programs: dict[str, ExportedProgram]):
     raise BackendError(f"unknown backend {backend!r}")
 
 
+def lowering_configs(backend: str):
+    """``(EdgeCompileConfig, ExecutorchBackendConfig)`` for ``backend``.
+
+    Metal takes the settings of ExecuTorch's own Parakeet Metal export (``examples/models/parakeet/
+    export_parakeet_tdt.py``), the configuration known to run on Apple GPUs: no dim-order ops in the edge graph
+    (``_skip_dim_order``) and graph inputs not memory-planned (``alloc_graph_input=False``: the runner's input
+    tensors are used in place). Other backends keep ExecuTorch's defaults, with which their .pte files are tested
+    against NeMo.
+    """
+    from executorch.exir import EdgeCompileConfig, ExecutorchBackendConfig
+    from executorch.exir.passes import MemoryPlanningPass
+
+    if backend == "metal":
+        return (
+            EdgeCompileConfig(_check_ir_validity=False, _skip_dim_order=True),
+            ExecutorchBackendConfig(
+                extract_delegate_segments=True, memory_planning_pass=MemoryPlanningPass(alloc_graph_input=False)
+            ),
+        )
+    return EdgeCompileConfig(_check_ir_validity=False), ExecutorchBackendConfig(extract_delegate_segments=True)
+
+
 def _linear_as_matmul(input, weight, bias=None):
     # Metal's AOTInductor path mishandles addmm's reinterpreted 0-stride bias; matmul + add avoids it.
     out = torch.ops.aten.matmul.default(input, torch.ops.aten.t.default(weight))
