@@ -11,7 +11,9 @@
 # model (final, or else the latest checkpoint) split into 15 MB parts, since one returned file may be 16 MiB at
 # most: join them with `cat parakeet-tdt-demo.nemo.part-* > parakeet-tdt-demo.nemo`.
 #
-# Inputs, in the repository root: .whl/ (NeMo and the Python packages the machine lacks) and build/tts-debs/
+# Inputs, in the repository root: .whl/ (NeMo and the Python packages the machine lacks: on 2026-12-02 the 45
+# wheels of nemo_toolkit 3.0.0's asr needs missing from the image, lightning 2.4.0 among them, since the image's
+# lightning breaks nv-one-logger; about 19 MB; tools/gpu_train_wheels.txt lists them) and build/tts-debs/
 # (made here by `python -m parakeet_executorch.training.tts_bundle pack build/tts-debs`). Training options can
 # be overridden with TRAIN_ARGS.
 set -euo pipefail
@@ -34,6 +36,11 @@ start() {
   if compgen -G ".whl/*.whl" >/dev/null; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$RUN/site" .whl/*.whl
   fi
+  # The GPU image's numba-cuda still names numpy.row_stack, which its numpy 2.5 no longer has; NeMo's numba TDT
+  # loss then fails at its first step. Give it the alias (the same function as vstack) in this run's site only.
+  mkdir -p "$RUN/site"
+  printf 'import numpy\nif not hasattr(numpy, "row_stack"):\n    numpy.row_stack = numpy.vstack\n' \
+    >"$RUN/site/sitecustomize.py"
   python3 -m parakeet_executorch.training.tts_bundle unpack build/tts-debs "$RUN/tts"
   python3 -c "import torch, nemo.collections.asr, soundfile, soxr, jiwer; print('torch', torch.__version__, \
 'cuda', torch.cuda.is_available() and torch.cuda.get_device_name(0))"
