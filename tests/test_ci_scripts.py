@@ -21,6 +21,7 @@ EXPORT = REPO / ".ci" / "scripts" / "export_model_artifact.sh"
 E2E = REPO / ".ci" / "scripts" / "test_model_e2e.sh"
 LINT = REPO / ".ci" / "scripts" / "lint.sh"
 MACOS_E2E = REPO / "backends" / "metal" / "run_e2e_macos.sh"
+METAL_BUILD = REPO / "backends" / "metal" / "build_runtime_macos.sh"
 WORKFLOWS = REPO / ".github" / "workflows"
 EXPORT_TIMEOUT = 1200
 
@@ -188,6 +189,39 @@ def test_macos_script_refuses_other_hosts():
     assert "macOS on Apple silicon" in proc.stderr
 
 
+def test_metal_runtime_build_refuses_other_hosts_and_bad_arguments():
+    proc = run([METAL_BUILD], 60)
+    assert proc.returncode == 1 and "macOS on Apple silicon" in proc.stderr
+    assert proc.stderr.count("\n") == 1 and not (REPO / "build" / "executorch-metal").exists()
+    proc = run([METAL_BUILD, "--nope"], 60)
+    assert proc.returncode == 2 and "usage" in proc.stderr
+
+
+def test_runner_with_metal_needs_an_executorch_built_with_it(tmp_path):
+    """-DPARAKEET_METAL=ON against the wheel (which has no Metal delegate) stops at configure, naming the fix."""
+    import executorch
+
+    if shutil.which("cmake") is None:
+        pytest.fail("cmake is not installed (pip install 'cmake>=3.28')")
+    prefix = Path(list(executorch.__path__)[0]) / "lib" / "cmake"
+    proc = subprocess.run(
+        [
+            "cmake",
+            "-S",
+            str(REPO / "examples" / "parakeet"),
+            "-B",
+            str(tmp_path),
+            f"-DCMAKE_PREFIX_PATH={prefix}",
+            "-DPARAKEET_METAL=ON",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode != 0
+    assert "has no Metal delegate" in proc.stderr and "build_runtime_macos.sh" in proc.stderr
+
+
 def test_workflows_name_the_ci_scripts():
     metal = (WORKFLOWS / "metal.yml").read_text()
     assert "macos-14" in metal and "backends/metal/run_e2e_macos.sh" in metal
@@ -218,5 +252,5 @@ def test_lint_passes():
     assert "clang-format:" in proc.stdout
     if shutil.which("shellcheck") is None:
         pytest.fail("shellcheck is not installed (apt-get install shellcheck)")
-    proc = subprocess.run(["shellcheck", str(MACOS_E2E)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(["shellcheck", str(MACOS_E2E), str(METAL_BUILD)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout

