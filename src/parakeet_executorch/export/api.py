@@ -33,14 +33,15 @@ class ExportOptions:
     """How to export (each field is the ``parakeet-export`` flag of the same name).
 
     Attributes:
-        backend: "portable", "xnnpack", "metal" (macOS arm64 only) or "cuda" (an NVIDIA GPU at export time).
+        backend: "portable", "xnnpack", "metal" or "mlx" (macOS arm64 only) or "cuda" (an NVIDIA GPU at export
+            time).
         quantize: recipe for encoder and decoder/joint linears (``recipe_registry.RECIPES``).
         quantize_encoder, quantize_decoder: override ``quantize`` for one part (None: ``quantize``).
         quantize_embedding: "none", "4w" or "8w" for the prediction network's embedding (portable only).
         group_size: weights per quantization group along K; None = each recipe's default, 0 = per channel.
         qparams: fpa4w's parameter choice, "hqq" or "minmax".
         strict: fail instead of leaving a layer the recipe cannot take in float.
-        dtype: float dtype of encoder/decoder/joint, "fp32" or "bf16" (metal and cuda only).
+        dtype: float dtype of encoder/decoder/joint, "fp32" or "bf16" (metal, mlx and cuda only).
         output_dir: folder for ``model.pte`` and ``tokenizer.model`` (created if missing).
         max_audio_seconds: longest audio in seconds the .pte accepts in one call, in (0.1, 600].
         lowering_shortcuts: on XNNPACK, use ``export/xnnpack/shortcuts`` (same bytes, faster lowering; they turn
@@ -162,6 +163,12 @@ class _Export:
                 quantization = self._quantize(model, plan)
         else:
             quantization = QuantizationSummary(False, tuple(PartQuantization(part, r) for part, r in plan.items()))
+        if opts.backend == "mlx":
+            from ..lowbit.torchao_intx import convert_linears_to_intx_unpacked
+
+            converted = convert_linears_to_intx_unpacked(model)
+            if converted:
+                self.say(f"  mlx: {len(converted)} low-bit linears as torchao dequantize_affine + linear")
         with self._stage("export"):
             dtype = torch.bfloat16 if opts.dtype == "bf16" else torch.float32
             rewrites: dict = {}

@@ -13,7 +13,7 @@ from torch.export import ExportedProgram
 
 from ..pte_format import COMPUTE_METHODS
 
-BACKENDS = ("portable", "xnnpack", "metal", "cuda")
+BACKENDS = ("portable", "xnnpack", "metal", "mlx", "cuda")
 
 
 class BackendError(RuntimeError):
@@ -25,7 +25,7 @@ def check_host(backend: str, dtype: str) -> None:
     if backend not in BACKENDS:
         raise BackendError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     if dtype == "bf16" and backend in ("portable", "xnnpack"):
-        raise BackendError(f"--dtype bf16 is for the metal and cuda backends; export {backend} with --dtype fp32")
+        raise BackendError(f"--dtype bf16 is for the metal, mlx and cuda backends; export {backend} with --dtype fp32")
     if backend == "metal":
         if platform.system() != "Darwin" or platform.machine() != "arm64":
             raise BackendError(
@@ -34,6 +34,13 @@ def check_host(backend: str, dtype: str) -> None:
             )
         if not torch.backends.mps.is_available():
             raise BackendError("--backend metal needs the MPS device, which PyTorch reports unavailable on this Mac")
+    if backend == "mlx" and (platform.system() != "Darwin" or platform.machine() != "arm64"):
+        # ExecuTorch's MLX partitioner imports generated files that only its macOS arm64 wheel ships.
+        raise BackendError(
+            f"--backend mlx needs a Mac with Apple silicon (macOS arm64), where the executorch wheel ships the MLX "
+            f"backend; this host is {platform.system()} {platform.machine()}. Run the export on a Mac, or pick "
+            f"xnnpack."
+        )
     if backend == "cuda" and not torch.cuda.is_available():
         raise BackendError(
             "--backend cuda needs an NVIDIA GPU with a CUDA build of PyTorch and Triton at export "
@@ -63,6 +70,8 @@ def partitioners(backend: str, programs: dict[str, ExportedProgram]):
         return ({name: ([xnnpack_partitioner()] if name in COMPUTE_METHODS else []) for name in programs}, programs)
     if backend == "metal":
         return _metal_partitioners(programs)
+    if backend == "mlx":
+        return _mlx_partitioners(programs)
     if backend == "cuda":
         return _cuda_partitioners(programs)
     raise BackendError(f"unknown backend {backend!r}")
@@ -119,6 +128,20 @@ def _metal_partitioners(programs):
         for name in programs
     }
     return parts, rewritten
+
+
+def mlx_programs(programs: dict[str, ExportedProgram]) -> dict[str, ExportedProgram]:
+    """The programs as the MLX partitioner receives them: the compute methods decomposed to the core ATen set,
+    where a quantized linear is ``torchao.dequantize_affine`` (int8, block ``[1, g]``) + ``aten.linear``, the
+    pattern ExecuTorch's MLX backend fuses into MLX's affine quantized matmul (``lowbit/torchao_intx.py``)."""
+    return {name: (ep.run_decompositions({}) if name in COMPUTE_METHODS else ep) for name, ep in programs.items()}
+
+
+def _mlx_partitioners(programs):
+    from executorch.backends.mlx.partitioner import MLXPartitioner
+
+    rewritten = mlx_programs(programs)
+    return {name: ([MLXPartitioner()] if name in COMPUTE_METHODS else []) for name in programs}, rewritten
 
 
 def _cuda_partitioners(programs):

@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--dtype",
         choices=("fp32", "bf16"),
         default="fp32",
-        help="float dtype of encoder/decoder/joint (bf16: metal and cuda only)",
+        help="float dtype of encoder/decoder/joint (bf16: metal, mlx and cuda only)",
     )
     p.add_argument("--output-dir", default="parakeet_tdt_exports", help="writes model.pte and tokenizer.model here")
     p.add_argument(

@@ -4,8 +4,9 @@
 recipe     what it does to each linear                                          default group   backends
 =========  ===================================================================  ==============  ====================
 none       nothing                                                              -               all
-fpa4w      4-bit unsigned weights per group, float scale and zero, float        32              metal (+ portable,
-           activations (``parakeet_executorch.lowbit``), HQQ by default                         xnnpack: CPU kernel)
+fpa4w      4-bit unsigned weights per group, float scale and zero, float        32              metal, mlx (+
+           activations (``parakeet_executorch.lowbit``), HQQ by default                         portable, xnnpack:
+                                                                                                CPU kernel)
 4w         torchao int4 weight-only, tile-packed layout (packing needs CUDA)    32              cuda
 8w         int8 weight-only, per output channel                                 per channel     portable, cuda, metal
 8da4w      dynamic int8 activations, int4 weights per group                     32              xnnpack
@@ -13,7 +14,9 @@ fpa4w      4-bit unsigned weights per group, float scale and zero, float        
 =========  ===================================================================  ==============  ====================
 
 8w is never lowered to XNNPACK: executorch 1.5.1 lowers weight-only int8/int4 linears to XNNPACK with the scales
-ignored (a toy Linear was off by ~736), so such a .pte would run and be wrong.
+ignored (a toy Linear was off by ~736), so such a .pte would run and be wrong. On mlx, fpa4w's weights reach
+the MLX partitioner as torchao's ``dequantize_affine`` + ``linear`` (``lowbit/torchao_intx.py``), the pattern it
+fuses into MLX's affine 4-bit matmul.
 Whatever needs to know a recipe (``recipes.check_recipe``, ``recipes.quantize_part``, the export CLI's choices, the
 WER evaluation, the benchmarks) reads it here. Importing this module imports neither torch nor torchao: the configs
 and lowbit's group sizes are imported when asked for.
@@ -148,11 +151,11 @@ class Recipe:
 
 
 REGISTRY: tuple[Recipe, ...] = (
-    Recipe("none", "nothing", ("portable", "xnnpack", "metal", "cuda")),
+    Recipe("none", "nothing", ("portable", "xnnpack", "metal", "mlx", "cuda")),
     Recipe(
         "fpa4w",
         "4-bit unsigned weights per group, float scale and zero, float activations (lowbit)",
-        ("metal", "portable", "xnnpack"),
+        ("metal", "mlx", "portable", "xnnpack"),
         weight_bits=4,
         default_group_size=32,
         group_sizes=_lowbit_group_sizes,
