@@ -75,7 +75,7 @@ def test_export_8da4w_xnnpack(tmp_path):
 @pytest.mark.parametrize(
     "quant, backend, says",
     [
-        ("quantized-int4-metal", "xnnpack", "it is for: metal"),
+        ("quantized-int4-metal", "xnnpack", "it is for: metal, mlx"),
         ("quantized-int4-tile-packed", "xnnpack", "it is for: cuda"),
         ("quantized-8da4w", "portable", "it is for: xnnpack"),
         ("quantized-int5", "xnnpack", "unknown quantization name 'quantized-int5'"),
@@ -91,8 +91,8 @@ def test_export_refuses_wrong_pairs_before_loading(tmp_path, quant, backend, say
     assert says in proc.stderr
     # The message names every allowed pair.
     for pair in (
-        "non-quantized: portable, xnnpack, metal, cuda",
-        "quantized-int4-metal: metal",
+        "non-quantized: portable, xnnpack, metal, mlx, cuda",
+        "quantized-int4-metal: metal, mlx",
         "quantized-int4-tile-packed: cuda",
         "quantized-8da4w: xnnpack",
     ):

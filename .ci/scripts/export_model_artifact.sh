@@ -7,13 +7,13 @@
 #             shipped in the package (demo_model/), or "test-tiny": the random-weight tiny model built with
 #             parakeet-make-test-model into OUTPUT_DIR first. Neither of the last two needs hub access.
 # QUANT_NAME  -> parakeet-export --quantize, and the backends it is allowed with:
-#               non-quantized               none    portable, xnnpack, metal, cuda
-#               quantized-int4-metal        fpa4w   metal
+#               non-quantized               none    portable, xnnpack, metal, mlx, cuda
+#               quantized-int4-metal        fpa4w   metal, mlx
 #               quantized-int4-tile-packed  4w      cuda
 #               quantized-8da4w             8da4w   xnnpack
 #               quantized-8da8w             8da8w   xnnpack
 #               quantized-8w                8w      portable, metal, cuda
-# BACKEND     portable | xnnpack | metal | cuda
+# BACKEND     portable | xnnpack | metal | mlx | cuda
 #
 # The name/backend pair is checked before anything is loaded. Environment: PYTHON (interpreter with the package,
 # default python), EXPORT_EXTRA_ARGS (more parakeet-export arguments, split on spaces, e.g. "--dtype bf16").
@@ -21,7 +21,7 @@
 set -euo pipefail
 
 PYTHON="${PYTHON:-python}"
-ALLOWED_PAIRS="non-quantized: portable, xnnpack, metal, cuda; quantized-int4-metal: metal; \
+ALLOWED_PAIRS="non-quantized: portable, xnnpack, metal, mlx, cuda; quantized-int4-metal: metal, mlx; \
 quantized-int4-tile-packed: cuda; quantized-8da4w: xnnpack; quantized-8da8w: xnnpack; \
 quantized-8w: portable, metal, cuda"
 
@@ -42,13 +42,13 @@ BACKEND="$4"
 [ -n "$OUTPUT_DIR" ] || die "OUTPUT_DIR is empty"
 
 case "$BACKEND" in
-  portable | xnnpack | metal | cuda) ;;
-  *) die "unknown backend '$BACKEND'; choose one of portable, xnnpack, metal, cuda. Allowed pairs: $ALLOWED_PAIRS" ;;
+  portable | xnnpack | metal | mlx | cuda) ;;
+  *) die "unknown backend '$BACKEND'; choose one of portable, xnnpack, metal, mlx, cuda. Allowed pairs: $ALLOWED_PAIRS" ;;
 esac
 
 case "$QUANT_NAME" in
-  non-quantized)              RECIPE=none;  BACKENDS="portable xnnpack metal cuda" ;;
-  quantized-int4-metal)       RECIPE=fpa4w; BACKENDS="metal" ;;
+  non-quantized)              RECIPE=none;  BACKENDS="portable xnnpack metal mlx cuda" ;;
+  quantized-int4-metal)       RECIPE=fpa4w; BACKENDS="metal mlx" ;;
   quantized-int4-tile-packed) RECIPE=4w;    BACKENDS="cuda" ;;
   quantized-8da4w)            RECIPE=8da4w; BACKENDS="xnnpack" ;;
   quantized-8da8w)            RECIPE=8da8w; BACKENDS="xnnpack" ;;
