@@ -44,6 +44,8 @@ Usage
 >>> quantize_(model, UIntxWeightOnlyConfig(bitwidth=4, group_size=32))   # doctest: +SKIP
 
 Importing this package registers the ops (see :mod:`parakeet_executorch.lowbit.ops`).
+For ExecuTorch's MLX backend, :mod:`parakeet_executorch.lowbit.torchao_intx` gives the same weights as torchao's
+``IntxUnpackedToInt8Tensor`` (``dequantize_affine`` + ``linear``, which MLX fuses into its affine quantized matmul).
 """
 
 from __future__ import annotations
