@@ -374,7 +374,16 @@ def test_ctrl_c_of_a_two_worker_run_is_one_line_then_rerun(exported_xnnpack, cor
     out = tmp_path / "out.jsonl"
     cmd = [sys.executable, "-m", "parakeet_executorch.runtime.cli", "--model", str(exported_xnnpack / "model.pte")]
     cmd += ["--manifest", str(manifest), "--output", str(out), "--workers", "2"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True, text=True)
+    # A shell without job control starts background commands with SIGINT ignored, and a child inherits that (a CI
+    # runner started with "&" did): give the run the default disposition a terminal's Ctrl-C meets.
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         deadline = time.monotonic() + 120
         while not (out.exists() and out.read_bytes().count(b"\n") >= 1) and proc.poll() is None:
