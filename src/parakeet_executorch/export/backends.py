@@ -26,21 +26,19 @@ def check_host(backend: str, dtype: str) -> None:
         raise BackendError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     if dtype == "bf16" and backend in ("portable", "xnnpack"):
         raise BackendError(f"--dtype bf16 is for the metal, mlx and cuda backends; export {backend} with --dtype fp32")
-    if backend == "metal":
-        if platform.system() != "Darwin" or platform.machine() != "arm64":
-            raise BackendError(
-                f"--backend metal needs a Mac with Apple silicon (macOS arm64) to compile the Metal kernels; this "
-                f"host is {platform.system()} {platform.machine()}. Run the export on a Mac, or pick xnnpack."
-            )
-        if not torch.backends.mps.is_available():
-            raise BackendError("--backend metal needs the MPS device, which PyTorch reports unavailable on this Mac")
-    if backend == "mlx" and (platform.system() != "Darwin" or platform.machine() != "arm64"):
-        # ExecuTorch's MLX partitioner imports generated files that only its macOS arm64 wheel ships.
+    # Metal compiles its kernels at export; ExecuTorch's MLX partitioner imports generated files that only its
+    # macOS arm64 wheel ships. Both need that host.
+    apple_reason = {
+        "metal": " to compile the Metal kernels",
+        "mlx": ", where the executorch wheel ships the MLX backend",
+    }
+    if backend in apple_reason and (platform.system() != "Darwin" or platform.machine() != "arm64"):
         raise BackendError(
-            f"--backend mlx needs a Mac with Apple silicon (macOS arm64), where the executorch wheel ships the MLX "
-            f"backend; this host is {platform.system()} {platform.machine()}. Run the export on a Mac, or pick "
-            f"xnnpack."
+            f"--backend {backend} needs a Mac with Apple silicon (macOS arm64){apple_reason[backend]}; this host is "
+            f"{platform.system()} {platform.machine()}. Run the export on a Mac, or pick xnnpack."
         )
+    if backend == "metal" and not torch.backends.mps.is_available():
+        raise BackendError("--backend metal needs the MPS device, which PyTorch reports unavailable on this Mac")
     if backend == "cuda" and not torch.cuda.is_available():
         raise BackendError(
             "--backend cuda needs an NVIDIA GPU with a CUDA build of PyTorch and Triton at export "

@@ -40,13 +40,12 @@ def to_intx_unpacked(weight: UIntxWeight):
             f"{weight.bitwidth}-bit weights have no MLX kernel (MLX takes {MLX_BITWIDTHS}); quantize with one of those"
         )
     offset = 1 << (weight.bitwidth - 1)
-    n, k = weight.shape
-    q = unpack_lowbit(weight.packed, weight.bitwidth, k).to(torch.int16) - offset
+    q = unpack_lowbit(weight.packed, weight.bitwidth, weight.shape[1]).to(torch.int16) - offset
     scale = weight.scale
     # The zero point is computed in float32 and stored in the weight's dtype, as torchao stores float zero points.
     zero_point = (-(offset + weight.zero.float() / scale.float())).to(scale.dtype)
     return IntxUnpackedToInt8Tensor(
-        qdata=q.to(torch.int8).reshape(n, k),
+        qdata=q.to(torch.int8),
         scale=scale,
         zero_point=zero_point,
         target_dtype=getattr(torch, f"int{weight.bitwidth}"),
