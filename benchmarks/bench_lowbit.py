@@ -1,4 +1,4 @@
-"""Benchmark the CPU kernel of torchao::_linear_fp_act_{n}bit_weight (parakeet_executorch.lowbit).
+"""Benchmark the CPU kernel of torchao::_linear_fp_act_{n}bit_weight (fpa_lowbit).
 
 Compares, at Parakeet shapes, the low-bit op against fp32 ``torch.nn.functional.linear`` and
 against "dequantize the whole weight, then matmul".  Prints a table: milliseconds per call,
@@ -6,7 +6,7 @@ GB/s of weight bytes read at M = 1 (packed bytes + scales/zeros for the op; fp32
 F.linear; packed bytes for dequantize-then-matmul) and GFLOP/s (2*M*N*K) at M = 625.
 
 With ``--executorch`` it also times the C++ ExecuTorch kernel (``torchao::_linear_fp_act_{n}bit_weight.out``,
-built and loaded by ``parakeet_executorch.lowbit.executorch_kernels``) through a one-layer .pte in the
+built and loaded by ``fpa_lowbit.executorch_kernels``) through a one-layer .pte in the
 Python runtime (portable, no delegate).
 
 Usage: PYTHONPATH=src python benchmarks/bench_lowbit.py [--bits 4] [--group-size 32] [--threads N] [--executorch]
@@ -18,8 +18,7 @@ import argparse
 import time
 
 import torch
-
-from parakeet_executorch.lowbit import choose_qparams, dequantize_packed, linear_op, pack_lowbit
+from fpa_lowbit import choose_qparams, dequantize_packed, linear_op, pack_lowbit
 
 SHAPES = [(1024, 1024), (1024, 4096), (4096, 1024), (640, 8198)]
 
@@ -47,9 +46,8 @@ def _time_executorch(w, nb, g, a):
 
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
     from executorch.runtime import Runtime
+    from fpa_lowbit import UIntxWeightOnlyConfig
     from torchao.quantization import quantize_
-
-    from parakeet_executorch.lowbit import UIntxWeightOnlyConfig
 
     lin = torch.nn.Linear(w.shape[1], w.shape[0], bias=False)
     lin.weight.data.copy_(w)
@@ -81,7 +79,7 @@ def main(argv=None):
         f"{'lowbit':>8} {'fp32':>8} {'deq+mm':>8} {'unit':>7} | {'vs deq':>6} {'vs fp32':>7}"
     )
     if args.executorch:
-        from parakeet_executorch.lowbit import executorch_kernels
+        from fpa_lowbit import executorch_kernels
 
         executorch_kernels.load()
         hdr += f" | {'ET ms':>8} {'ET':>8}"

@@ -1,4 +1,4 @@
-"""Benchmark torchao::_linear_fp_act_{n}bit_weight (parakeet_executorch.lowbit) on an NVIDIA GPU.
+"""Benchmark torchao::_linear_fp_act_{n}bit_weight (fpa_lowbit) on an NVIDIA GPU.
 
 For M in {1, 625} and (K, N) at Parakeet's shapes, bf16 and fp32 activations, times:
 
@@ -24,8 +24,7 @@ import statistics
 
 import torch
 import torch.nn.functional as F
-
-from parakeet_executorch.lowbit import choose_qparams, dequantize_packed, linear_op, ops, pack_lowbit
+from fpa_lowbit import choose_qparams, dequantize_packed, linear_op, ops, pack_lowbit
 
 SHAPES = [(1024, 1024), (1024, 4096), (4096, 1024), (640, 8198)]
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}

@@ -1,14 +1,13 @@
-"""parakeet_executorch.lowbit: format spec (one test per clause), packing, qparams, op, API."""
+"""fpa_lowbit: format spec (one test per clause), packing, qparams, op, API."""
 
 from __future__ import annotations
 
 import io
 
+import fpa_lowbit as lowbit
 import pytest
 import torch
-
-from parakeet_executorch import lowbit
-from parakeet_executorch.lowbit import (
+from fpa_lowbit import (
     UIntxWeight,
     UIntxWeightOnlyConfig,
     check_linear_shape,
@@ -177,7 +176,7 @@ def test_spec_qparams_hqq_default_and_better():
 def _hqq_textbook(weight, bitwidth, group_size, dtype, iters=20, p=0.7, beta=10.0, kappa=1.01):
     """HQQ's zero-point solver written plainly, one new tensor per step (Badri & Shaji, 2023; the lp proximal
     step of its reference implementation), to check the buffered solver against."""
-    from parakeet_executorch.lowbit.qparams import _finish, _grouped
+    from fpa_lowbit.qparams import _finish, _grouped
 
     wg = _grouped(weight, group_size, bitwidth, dtype)
     qmax = float((1 << bitwidth) - 1)
@@ -205,7 +204,7 @@ def _hqq_textbook(weight, bitwidth, group_size, dtype, iters=20, p=0.7, beta=10.
 def test_hqq_matches_the_textbook_solver_bit_for_bit(bits, group, dtype):
     """The buffered, blocked HQQ solver (no per-step allocations, rows in cache-sized blocks) gives exactly the
     plain formulation's q, S and Z."""
-    from parakeet_executorch.lowbit.qparams import HQQ_BLOCK_ELEMENTS, choose_qparams_hqq
+    from fpa_lowbit.qparams import HQQ_BLOCK_ELEMENTS, choose_qparams_hqq
 
     torch.manual_seed(bits)
     w = torch.randn(600, 512) * 0.02

@@ -1,4 +1,4 @@
-"""parakeet_executorch.lowbit on CUDA: the Triton 4-bit kernel and the PyTorch-level path vs float64.
+"""fpa_lowbit on CUDA: the Triton 4-bit kernel and the PyTorch-level path vs float64.
 
 Skipped without an NVIDIA GPU (CI has none); run on the H200 with
 ``python3 -m pytest tests/test_lowbit_cuda.py -q``.
@@ -6,11 +6,11 @@ Skipped without an NVIDIA GPU (CI has none); run on the H200 with
 
 from __future__ import annotations
 
+import fpa_lowbit as lowbit
 import pytest
 import torch
+from fpa_lowbit import dequantize, ops, pack_lowbit
 
-from parakeet_executorch import lowbit
-from parakeet_executorch.lowbit import dequantize, ops, pack_lowbit
 from test_lowbit import _random_operands
 
 TOL = {torch.float32: 1e-4, torch.float16: 3e-3, torch.bfloat16: 2e-2}
@@ -57,7 +57,7 @@ def test_cuda_4bit_small_m(M, K, N, gs, dtype):
 @needs_cuda
 @pytest.mark.parametrize("split_k", [1, 2, 3, 16])
 def test_triton_split_k(split_k):
-    tk = pytest.importorskip("parakeet_executorch.lowbit.triton_kernels")
+    tk = pytest.importorskip("fpa_lowbit.triton_kernels")
     A, q, S, Z = _operands(2, 4096, 300, 4, 32, torch.float32, seed=split_k)
     y = tk.linear_4bit(A.cuda(), pack_lowbit(q, 4).cuda(), 32, S.cuda(), Z.cuda(), split_k=split_k)
     _check(y, A, q, S, Z, 32, torch.float32)
@@ -106,7 +106,7 @@ def test_cuda_4bit_large_m(M, dtype):
 @needs_cuda
 @pytest.mark.parametrize("gs", [32, 256])
 def test_triton_dequantize_exact(gs):
-    tk = pytest.importorskip("parakeet_executorch.lowbit.triton_kernels")
+    tk = pytest.importorskip("fpa_lowbit.triton_kernels")
     _, q, S, Z = _operands(1, 512, 70, 4, gs, torch.float32, seed=gs)
     W = tk.dequantize_4bit(pack_lowbit(q, 4).cuda(), S.cuda(), Z.cuda(), gs, torch.float32)
     torch.testing.assert_close(W.cpu().double(), dequantize(q, S, Z, gs), atol=1e-6, rtol=1e-6)
@@ -137,9 +137,8 @@ def test_cuda_errors_and_empty():
 
 @needs_cuda
 def test_cuda_quantized_module():
+    from fpa_lowbit import UIntxWeightOnlyConfig
     from torchao.quantization import quantize_
-
-    from parakeet_executorch.lowbit import UIntxWeightOnlyConfig
 
     torch.manual_seed(0)
     m = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 128)).cuda()

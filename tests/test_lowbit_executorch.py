@@ -1,30 +1,23 @@
-"""parakeet_executorch.lowbit on ExecuTorch: quantize_ -> torch.export -> .pte -> run == eager.
+"""fpa_lowbit on ExecuTorch: quantize_ -> torch.export -> .pte -> run == eager.
 
-The .pte calls torchao::_linear_fp_act_{n}bit_weight.out; on CPU it runs through this package's
-C++ kernel library (built with CMake against the executorch wheel's SDK, then loaded into the
+The .pte calls torchao::_linear_fp_act_{n}bit_weight.out; on CPU it runs through fpa_lowbit's
+ExecuTorch kernel library (prebuilt in its wheel against the executorch wheel's SDK, loaded into the
 Python runtime with executorch_kernels.load()).
 """
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 import torch
-
-from parakeet_executorch.lowbit import UIntxWeight, UIntxWeightOnlyConfig
-from parakeet_executorch.lowbit import executorch_kernels as ek
+from fpa_lowbit import UIntxWeight, UIntxWeightOnlyConfig
+from fpa_lowbit import executorch_kernels as ek
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def kernels():
-    if shutil.which("cmake") is None:
-        pytest.skip("cmake not on PATH: cannot build the ExecuTorch low-bit kernel library (pip install cmake)")
-    path = ek.library_path()  # builds once into the cache (~30 s), raises with the log on failure
-    ek.load(path)
-    return path
+    return ek.load()  # the installed wheel's library: nothing is built
 
 
 class _Model(torch.nn.Module):
@@ -112,12 +105,7 @@ def test_weight_is_subclass_until_export():
     assert all(isinstance(lin.weight, UIntxWeight) for lin in (m.a, m.b, m.c))
 
 
-def test_static_archive_for_cpp_runner():
-    """The static archive a C++ runner links whole (-DPARAKEET_EXTRA_KERNEL_LIBRARIES=<path>)."""
-    if shutil.which("cmake") is None:
-        pytest.skip("cmake not on PATH: cannot build the ExecuTorch low-bit kernel library (pip install cmake)")
-    path = ek.library_path(static=True)
-    assert path.name == "libparakeet_lowbit_kernels.a"
-    data = path.read_bytes()
-    for n in range(1, 9):
-        assert f"torchao::_linear_fp_act_{n}bit_weight.out".encode() in data
+def test_every_bitwidth_registers_with_the_python_runtime(kernels):
+    """Loading the wheel's library registers the out variant of every bit width with ExecuTorch's runtime."""
+    assert {f"torchao::_linear_fp_act_{n}bit_weight.out" for n in range(1, 9)} <= set(ek.registered_ops())
+    assert ek.built_for() is not None

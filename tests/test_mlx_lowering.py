@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-from parakeet_executorch.lowbit import UIntxWeight
-from parakeet_executorch.lowbit.torchao_intx import MLX_BITWIDTHS, to_intx_unpacked
+from fpa_lowbit import UIntxWeight
+from fpa_lowbit.torchao_intx import MLX_BITWIDTHS, to_intx_unpacked
 
 # What ExecuTorch's MLX pattern (executorch.backends.mlx.patterns.QuantizedLinearHandler) accepts: int8 data, one
 # non-1 block dimension with a group of at least 32, and qmin/qmax spanning 2, 4, 5, 6 or 8 bits.
@@ -40,12 +39,13 @@ def _linear_weights(ep) -> list[torch.fx.Node]:
 
 
 def test_fpa4w_reaches_the_mlx_partitioner_as_dequantize_affine_plus_linear(tiny_nemo):
+    from fpa_lowbit.torchao_intx import convert_linears_to_intx_unpacked
+
     from parakeet_executorch.export.api import DEFAULT_MIN_AUDIO_SECONDS
     from parakeet_executorch.export.backends import mlx_programs
     from parakeet_executorch.export.load import load_nemo_model, read_metadata
     from parakeet_executorch.export.program import export_methods
     from parakeet_executorch.export.recipes import quantize_parts
-    from parakeet_executorch.lowbit.torchao_intx import convert_linears_to_intx_unpacked
 
     model = load_nemo_model(str(tiny_nemo))
     meta = read_metadata(model, DEFAULT_MIN_AUDIO_SECONDS, 4.0)

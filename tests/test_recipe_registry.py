@@ -19,7 +19,7 @@ def test_recipes_are_frozen_and_unique():
 
 
 def test_fpa4w_group_sizes_are_lowbits():
-    from parakeet_executorch.lowbit import GROUP_SIZES, UIntxWeightOnlyConfig
+    from fpa_lowbit import GROUP_SIZES, UIntxWeightOnlyConfig
 
     fpa4w = get_recipe("fpa4w")
     assert fpa4w.allowed_group_sizes() == tuple(GROUP_SIZES)

@@ -156,7 +156,7 @@ def test_lowered_linear_equals_eager(recipe, backend):
     parts, programs = partitioners(backend, {"joint": torch.export.export(m, (x,))})
     buffer = to_edge_transform_and_lower(programs, partitioner=parts).to_executorch().buffer
     if recipe == "fpa4w":
-        from parakeet_executorch.lowbit import executorch_kernels
+        from fpa_lowbit import executorch_kernels
 
         executorch_kernels.load()
     got = Runtime.get().load_program(buffer).load_method("joint").execute([x])[0]

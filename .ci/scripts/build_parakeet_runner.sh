@@ -41,9 +41,16 @@ ET_CMAKE="$ET_DIR/lib/cmake/executorch"
 [[ -f "$ET_CMAKE/executorch-config.cmake" ]] \
   || die "$ET_CMAKE/executorch-config.cmake not found: this executorch wheel ships no C++ SDK"
 
-# The fpa4w kernels (parakeet_executorch.lowbit) are linked in whole so that their operators register.
-LOWBIT_LIB="$("$PYTHON" -c 'from parakeet_executorch.lowbit import executorch_kernels as k; print(k.library_path(static=True))')" \
-  || die "could not build the low-bit kernel library (parakeet_executorch.lowbit.executorch_kernels)"
+# The fpa4w kernels: the same sources as the fpa-lowbit wheel (lowbit/), as a static archive linked in whole so that
+# their operators register.
+LOWBIT_BUILD="${BUILD_DIR%/}-lowbit"
+[[ "$LOWBIT_BUILD" == /* ]] || LOWBIT_BUILD="$REPO/$LOWBIT_BUILD"
+cmake -S lowbit -B "$LOWBIT_BUILD" -DCMAKE_BUILD_TYPE=Release -DFPA_LOWBIT_EXECUTORCH=ON \
+  -DFPA_LOWBIT_EXECUTORCH_STATIC=ON -DFPA_LOWBIT_CPU_LIBRARY=OFF -Dexecutorch_DIR="$ET_CMAKE" \
+  -DPython_EXECUTABLE="$(command -v "$PYTHON")" >/dev/null \
+  || die "could not configure the low-bit kernel library (lowbit/CMakeLists.txt)"
+cmake --build "$LOWBIT_BUILD" -j "$JOBS" >/dev/null || die "could not build the low-bit kernel library"
+LOWBIT_LIB="$LOWBIT_BUILD/libfpa_lowbit_executorch_static.a"
 read -r -a extra_args <<< "${PARAKEET_CMAKE_ARGS:-}"
 cmake -S examples/parakeet -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$ET_CMAKE" \
   -DPARAKEET_EXTRA_KERNEL_LIBRARIES="$LOWBIT_LIB" "${extra_args[@]}"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # clang-tidy (.clang-tidy's checks) over the C++ runner (examples/parakeet) and the low-bit kernels
-# (src/parakeet_executorch/lowbit/csrc). It only configures the two CMake projects, for their compile_commands.json
+# (lowbit/csrc). It only configures the two CMake projects, for their compile_commands.json
 # (under cmake-out/clang-tidy/), and builds nothing; it needs what build_parakeet_runner.sh needs (the executorch
 # wheel, pkg-config and the libraries of .ci/scripts/apt-packages.txt). It takes a few minutes on two cores, so
 # lint.sh leaves it out. Exits non-zero when clang-tidy reports a warning.
@@ -18,18 +18,18 @@ ET_DIR="$("$PYTHON" -c 'import executorch; print(list(executorch.__path__)[0])' 
 ET_CMAKE="$ET_DIR/lib/cmake/executorch"
 
 cmake -S examples/parakeet -B "$OUT/runner" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DCMAKE_PREFIX_PATH="$ET_CMAKE" >/dev/null
-cmake -S src/parakeet_executorch/lowbit/csrc -B "$OUT/lowbit" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
-  -DCMAKE_PREFIX_PATH="$ET_CMAKE" >/dev/null
+cmake -S lowbit -B "$OUT/lowbit" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DFPA_LOWBIT_EXECUTORCH=ON \
+  -Dexecutorch_DIR="$ET_CMAKE" -DPython_EXECUTABLE="$(command -v "$PYTHON")" >/dev/null
 
 if (($#)); then
   files=("$@")
 else
-  mapfile -t files < <(git ls-files 'examples/parakeet/*.cpp' 'src/parakeet_executorch/lowbit/csrc/*.cpp')
+  mapfile -t files < <(git ls-files 'examples/parakeet/*.cpp' 'lowbit/csrc/*.cpp')
 fi
 status=0
 for f in "${files[@]}"; do
   case "$f" in
-    src/parakeet_executorch/lowbit/csrc/*) db="$OUT/lowbit" ;;
+    lowbit/csrc/*) db="$OUT/lowbit" ;;
     *) db="$OUT/runner" ;;
   esac
   out="$(clang-tidy --quiet -p "$db" "$f" 2>/dev/null)" || status=1

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything the project needs on a fresh Debian/Ubuntu machine: apt packages (the C++ runner's libraries,
 # espeak-ng, flite and festival for the demo model's synthetic speech, fortunes for its sentences), the pinned
-# Python stack (third-party/), this package in editable mode, then build the C++ runner.
+# Python stack (third-party/), the fpa-lowbit wheel built from lowbit/, this package in editable mode, then build
+# the C++ runner.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -18,5 +19,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 python3 -m pip install -q torch==2.13.0
+# fpa-lowbit (lowbit/) first: parakeet-executorch depends on it. Built without isolation against the pinned
+# executorch, so that its wheel carries the ExecuTorch kernels (FPA_LOWBIT_EXECUTORCH=ON: their absence is an error).
+python3 -m pip install -q -r third-party/requirements-lowbit-build.txt
+FPA_LOWBIT_EXECUTORCH=ON python3 -m pip install -q --no-build-isolation ./lowbit
 python3 -m pip install -q -e ".[export,test,bench,scale]"
 bash .ci/scripts/build_parakeet_runner.sh

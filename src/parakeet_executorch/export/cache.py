@@ -27,14 +27,16 @@ _KEY_FILE = "key.json"
 
 
 def _source_hash() -> str:
-    """SHA-256 over this package's Python sources and kernel sources (paths and bytes, in sorted order)."""
-    root = Path(__file__).resolve().parents[1]
-    csrc = root / "lowbit" / "csrc"
-    files = [*root.rglob("*.py"), *(csrc.iterdir() if csrc.is_dir() else ())]
+    """SHA-256 over this package's and fpa_lowbit's Python sources and fpa_lowbit's compiled libraries (paths and
+    bytes, in sorted order)."""
+    import fpa_lowbit
+
     h = hashlib.sha256()
-    for path in sorted(p for p in files if p.is_file() and "__pycache__" not in p.parts):
-        h.update(str(path.relative_to(root)).encode())
-        h.update(path.read_bytes())
+    for root in (Path(__file__).resolve().parents[1], Path(fpa_lowbit.__file__).resolve().parent):
+        files = [*root.rglob("*.py"), *root.rglob("*.so"), *root.rglob("*.dylib")]
+        for path in sorted(p for p in files if p.is_file() and "__pycache__" not in p.parts):
+            h.update(f"{root.name}/{path.relative_to(root)}".encode())
+            h.update(path.read_bytes())
     return h.hexdigest()
 
 
@@ -42,7 +44,7 @@ def _versions() -> dict:
     from importlib import metadata
 
     out: dict[str, str | None] = {}
-    for dist in ("parakeet-executorch", "executorch", "torch", "torchao", "nemo_toolkit"):
+    for dist in ("parakeet-executorch", "fpa-lowbit", "executorch", "torch", "torchao", "nemo_toolkit"):
         try:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:

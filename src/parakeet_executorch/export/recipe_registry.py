@@ -5,7 +5,7 @@ recipe     what it does to each linear                                          
 =========  ===================================================================  ==============  ====================
 none       nothing                                                              -               all
 fpa4w      4-bit unsigned weights per group, float scale and zero, float        32              metal, mlx (+
-           activations (``parakeet_executorch.lowbit``), HQQ by default                         portable, xnnpack:
+           activations (``fpa_lowbit``), HQQ by default                         portable, xnnpack:
                                                                                                 CPU kernel)
 4w         torchao int4 weight-only, tile-packed layout (packing needs CUDA)    32              cuda
 8w         int8 weight-only, per output channel                                 per channel     portable, cuda, metal
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 
 def _lowbit_group_sizes() -> tuple[int, ...]:
-    from ..lowbit.qparams import GROUP_SIZES  # importing lowbit imports torchao (seconds): only when asked
+    from fpa_lowbit.qparams import GROUP_SIZES  # importing lowbit imports torchao (seconds): only when asked
 
     return tuple(GROUP_SIZES)
 
@@ -41,7 +41,7 @@ def _granularity(group_size: int):
 
 
 def _config_fpa4w(group_size: int, qparams: str):
-    from ..lowbit import UIntxWeightOnlyConfig
+    from fpa_lowbit import UIntxWeightOnlyConfig
 
     return UIntxWeightOnlyConfig(bitwidth=4, group_size=group_size, uintx_choose_qparams_algorithm=qparams)
 

@@ -59,7 +59,7 @@ def skip_reason(recipe: str, name: str, weight_shape, group_size: int, multi_row
     """Why the linear ``name`` cannot take ``recipe`` (None if it can); the same rules the kernels check."""
     n, k = (int(s) for s in weight_shape)
     if recipe == "fpa4w":
-        from ..lowbit import check_linear_shape
+        from fpa_lowbit import check_linear_shape
 
         return check_linear_shape(name, (n, k), group_size, 4, multi_row=multi_row)
     if group_size and k % group_size:

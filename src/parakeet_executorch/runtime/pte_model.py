@@ -33,7 +33,7 @@ class PteModel:
         if not path.is_file():
             raise PteModelError(f"model file not found: {path}. Export one with parakeet-export.")
         if _uses_lowbit_ops(path):
-            from ..lowbit import executorch_kernels
+            from fpa_lowbit import executorch_kernels
 
             executorch_kernels.load()  # fpa4w programs call torchao::_linear_fp_act_*bit_weight.out
         self.path = path

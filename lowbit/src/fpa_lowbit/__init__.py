@@ -3,7 +3,7 @@
 Format specification
 ====================
 
-Each clause below has a test in ``tests/test_lowbit*.py`` (named ``test_spec_<clause>``).
+Each clause below has a test in the repository's ``tests/test_lowbit*.py`` (named ``test_spec_<clause>``).
 
 1. **Quantization** (``quant``).  A weight ``W`` of shape ``[N, K]`` is quantized per group of
    ``group_size`` consecutive elements along K, ``group_size`` ∈ {32, 64, 128, 256}, to unsigned
@@ -24,7 +24,8 @@ Each clause below has a test in ``tests/test_lowbit*.py`` (named ``test_spec_<cl
    Tensor S, Tensor Z) -> Tensor`` computes ``A @ ŵᵀ`` for ``A [M, K]`` (contiguous, dtype of S/Z)
    and returns ``[M, N]`` in A's dtype; ``.out(..., *, Tensor(a!) out)`` writes into ``out``.
    These are torchao's names and schemas, so an exported graph runs on ExecuTorch's Metal
-   runtime natively and on CPU through this package's ExecuTorch kernel library.
+   runtime natively and on CPU through this package's ExecuTorch kernel library
+   (:func:`load_executorch_kernels`).
 
 5. **Shape rules** (``shape_rules``).  ``K % 8 == 0`` and ``K % group_size == 0`` always;
    on Metal additionally ``N % 4 == 0`` when ``M > 1``.  :func:`check_linear_shape` reports the
@@ -40,11 +41,13 @@ Usage
 =====
 
 >>> from torchao.quantization import quantize_
->>> from parakeet_executorch.lowbit import UIntxWeightOnlyConfig
+>>> from fpa_lowbit import UIntxWeightOnlyConfig
 >>> quantize_(model, UIntxWeightOnlyConfig(bitwidth=4, group_size=32))   # doctest: +SKIP
 
-Importing this package registers the ops (see :mod:`parakeet_executorch.lowbit.ops`).
-For ExecuTorch's MLX backend, :mod:`parakeet_executorch.lowbit.torchao_intx` gives the same weights as torchao's
+Importing this package registers the ops with PyTorch (see :mod:`fpa_lowbit.ops`); on CPU they run the compiled
+kernels shipped in the wheel (:func:`cpu_backend`).  :func:`load_executorch_kernels` registers the same kernels
+with ExecuTorch's Python runtime, for a .pte that calls them.
+For ExecuTorch's MLX backend, :mod:`fpa_lowbit.torchao_intx` gives the same weights as torchao's
 ``IntxUnpackedToInt8Tensor`` (``dequantize_affine`` + ``linear``, which MLX fuses into its affine quantized matmul).
 """
 
@@ -53,13 +56,21 @@ from __future__ import annotations
 import torch
 
 from .config import UIntxWeightOnlyConfig, check_linear_shape, lowbit_filter_fn
-from .ops import check_linear_args, linear_op, linear_op_name, register
+from .ops import check_linear_args, cpu_backend, linear_op, linear_op_name, register
 from .packing import SUPPORTED_BITWIDTHS, check_bitwidth, pack_lowbit, unpack_lowbit
 from .qparams import GROUP_SIZES, choose_qparams, choose_qparams_hqq, choose_qparams_min_max, dequantize
 from .serialization import flatten_state_dict, unflatten_state_dict
 from .tensor import UIntxWeight, lowbit_linear
 
 register()
+
+
+def load_executorch_kernels():
+    """Register the ``torchao::_linear_fp_act_{n}bit_weight.out`` kernels with ExecuTorch's Python runtime in this
+    process (idempotent); returns the library's path.  See :func:`fpa_lowbit.executorch_kernels.load`."""
+    from . import executorch_kernels
+
+    return executorch_kernels.load()
 
 
 def dequantize_packed(
@@ -79,6 +90,7 @@ __all__ = [
     "check_bitwidth",
     "check_linear_args",
     "check_linear_shape",
+    "cpu_backend",
     "choose_qparams",
     "choose_qparams_hqq",
     "choose_qparams_min_max",
@@ -87,6 +99,7 @@ __all__ = [
     "flatten_state_dict",
     "linear_op",
     "linear_op_name",
+    "load_executorch_kernels",
     "lowbit_filter_fn",
     "lowbit_linear",
     "pack_lowbit",

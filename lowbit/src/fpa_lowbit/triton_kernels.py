@@ -15,7 +15,7 @@ applied once per group).  Accumulation is in float32; the result is rounded to A
 When there are too few programs to fill the GPU, K is split (``SPLIT_K``) and the float32
 partial sums are added by PyTorch.
 
-Importing this module needs ``triton``; :mod:`parakeet_executorch.lowbit.ops` falls back to its
+Importing this module needs ``triton``; :mod:`fpa_lowbit.ops` falls back to its
 PyTorch-level kernel when the import fails (see ``ops.cuda_backend()``).
 """
 

@@ -50,7 +50,7 @@ class UIntxWeightOnlyConfig(AOBaseConfig):
 
     Same argument names as torchao's experimental MPS config; works on every backend after
     ``pip install`` (no build step).  Each quantized ``nn.Linear`` keeps its bias and gets a
-    :class:`~parakeet_executorch.lowbit.UIntxWeight` weight.
+    :class:`~fpa_lowbit.UIntxWeight` weight.
 
     Args:
         bitwidth: 1..8.  group_size: 32, 64, 128 or 256.

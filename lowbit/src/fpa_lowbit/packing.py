@@ -1,4 +1,4 @@
-"""Bit packing for the low-bit weight format (see :mod:`parakeet_executorch.lowbit`).
+"""Bit packing for the low-bit weight format (see :mod:`fpa_lowbit`).
 
 Values are unsigned n-bit integers laid out row-major along K and packed as a
 least-significant-bit-first bit stream: value ``i`` of a row occupies bits
@@ -19,8 +19,7 @@ def check_bitwidth(bitwidth: int) -> None:
     """Raise ``ValueError`` naming ``bitwidth`` unless it is an int in 1..8."""
     if isinstance(bitwidth, bool) or not isinstance(bitwidth, int) or bitwidth not in SUPPORTED_BITWIDTHS:
         raise ValueError(
-            f"unsupported bit width {bitwidth!r}: parakeet_executorch.lowbit supports "
-            f"bitwidth in {list(SUPPORTED_BITWIDTHS)}"
+            f"unsupported bit width {bitwidth!r}: fpa_lowbit supports bitwidth in {list(SUPPORTED_BITWIDTHS)}"
         )
 
 

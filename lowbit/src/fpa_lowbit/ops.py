@@ -11,13 +11,14 @@ Where torchao's own MPS library is loadable (a Mac with a torchao source build),
 first and its definitions and MPS kernels are used; this module then only adds the kernels
 that library lacks (CPU, CUDA).  Otherwise this module defines the ops and registers Meta
 (fake, symbolic M), CPU, CUDA and MPS kernels.  Call :func:`register` (idempotent; importing
-``parakeet_executorch.lowbit`` calls it).
+``fpa_lowbit`` calls it).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import warnings
 
 import torch
 
@@ -29,8 +30,8 @@ log = logging.getLogger(__name__)
 OP_BITWIDTHS = tuple(range(1, 9))
 _LIB: torch.library.Library | None = None
 _REGISTERED = False
-#: Which library supplies the MPS kernels: "torchao" (source build loaded) or "parakeet_executorch".
-MPS_PROVIDER = "parakeet_executorch"
+#: Which library supplies the MPS kernels: "torchao" (source build loaded) or "fpa_lowbit".
+MPS_PROVIDER = "fpa_lowbit"
 #: Rows of packed weight processed per step of the CPU/CUDA kernels (bounds temporary memory).
 _CHUNK_ELEMS = int(os.environ.get("PARAKEET_LOWBIT_CHUNK_ELEMS", str(1 << 19)))
 #: The same for M > SMALL_M, where the chunk is dequantized into a buffer for one large GEMM.
@@ -61,7 +62,7 @@ def check_linear_args(
     {32, 64, 128, 256}; ``K % 8 == 0``; ``K % group_size == 0``; S and Z ``[N, K/group_size]``
     with A's dtype; all on one device.  Raises ``ValueError`` naming the broken rule.
     M may be symbolic (no rule depends on it here; Metal's ``N % 4`` rule is checked by
-    :func:`parakeet_executorch.lowbit.check_linear_shape` and by the MPS kernel).
+    :func:`fpa_lowbit.check_linear_shape` and by the MPS kernel).
     """
     name = f"torchao::{linear_op_name(bitwidth)}"
     if A.dim() != 2:
@@ -228,6 +229,46 @@ def _cuda_kernel(A, B, group_size, S, Z, bitwidth: int, out=None):
     return tk.linear_4bit_large_m(A, B, group_size, S, Z, out=out)
 
 
+_CPU_FALLBACK_WARNED = False
+
+
+def cpu_backend() -> str:
+    """Which kernels serve the ops on CPU in eager: ``"native"`` (the compiled kernels, :mod:`._native`: GEMV over
+    packed 4-bit weights at M <= 4, register-blocked GEMM over expanded weight panels otherwise, the CPU's widest
+    instruction set) or ``"torch"`` (:func:`linear_reference_kernel`: when the compiled library is missing, or
+    ``FPA_LOWBIT_CPU_BACKEND=torch`` is set)."""
+    if os.environ.get("FPA_LOWBIT_CPU_BACKEND", "").lower() == "torch":
+        return "torch"
+    from . import _native
+
+    return "native" if _native.available() else "torch"
+
+
+def _cpu_kernel(A, B, group_size, S, Z, bitwidth: int, out=None):
+    """CPU kernel: the native library (see :func:`cpu_backend`), else the PyTorch-level kernel with a warning."""
+    global _CPU_FALLBACK_WARNED
+    if cpu_backend() == "native":
+        from . import _native
+
+        M, K, N = check_linear_args(A, B, group_size, S, Z, bitwidth)
+        if out is not None and (tuple(out.shape) != (M, N) or out.dtype != A.dtype or out.device != A.device):
+            raise ValueError(
+                f"out must be [{M}, {N}] {A.dtype} on {A.device}, got {tuple(out.shape)} {out.dtype} on {out.device}"
+            )
+        return _native.linear(A, B, group_size, S, Z, bitwidth, out=out)
+    if not _CPU_FALLBACK_WARNED and os.environ.get("FPA_LOWBIT_CPU_BACKEND", "").lower() != "torch":
+        from . import _native
+
+        _CPU_FALLBACK_WARNED = True
+        warnings.warn(
+            f"fpa_lowbit: {_native.unavailable_reason()}; CPU ops use the slower PyTorch-level kernel. "
+            "Install fpa-lowbit from a wheel, or build it: pip install ./lowbit",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return linear_reference_kernel(A, B, group_size, S, Z, bitwidth, out=out)
+
+
 def _mps_kernel(A, B, group_size, S, Z, bitwidth: int, out=None):
     """MPS kernel (not run in this project's CI): PyTorch's int4pack matmul for 4-bit, else the
     PyTorch-level kernel.  Enforces Metal's ``N % 4 == 0 unless M == 1`` rule."""
@@ -254,7 +295,7 @@ def _try_load_torchao_mps() -> bool:
     try:
         import torchao.experimental.ops.mps  # noqa: F401  (loads libtorchao_ops_mps_aten and Meta kernels)
     except Exception as exc:  # not built: report and use ours
-        log.info("torchao MPS op library not available (%s); using parakeet_executorch kernels", exc)
+        log.info("torchao MPS op library not available (%s); using fpa_lowbit kernels", exc)
         return False
     MPS_PROVIDER = "torchao"
     return True
@@ -302,10 +343,10 @@ def _register_bitwidth(lib: torch.library.Library, n: int) -> None:
         lib.define(f"{pack}(Tensor W) -> Tensor")
 
     def functional(A, B, group_size, S, Z, _n=n):
-        return linear_reference_kernel(A, B, group_size, S, Z, _n)
+        return _cpu_kernel(A, B, group_size, S, Z, _n)
 
     def out_variant(A, B, group_size, S, Z, *, out, _n=n):
-        return linear_reference_kernel(A, B, group_size, S, Z, _n, out=out)
+        return _cpu_kernel(A, B, group_size, S, Z, _n, out=out)
 
     def cuda_functional(A, B, group_size, S, Z, _n=n):
         return _cuda_kernel(A, B, group_size, S, Z, _n)

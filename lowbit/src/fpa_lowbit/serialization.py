@@ -15,7 +15,7 @@ import torch
 
 from .tensor import UIntxWeight
 
-_META_KEY = "parakeet_executorch.lowbit"
+_META_KEY = "fpa_lowbit"
 
 
 def flatten_state_dict(state_dict: dict) -> tuple[dict[str, torch.Tensor], dict[str, str]]:

@@ -1,0 +1,129 @@
+"""The native CPU kernels for PyTorch eager: ``lib/libfpa_lowbit_cpu.so`` through ctypes.
+
+The library exposes a C ABI over raw pointers (``csrc/c_api.cpp``), so one binary serves every torch version; it
+is loaded once, on first use.  It picks the widest instruction set the CPU has (AVX-512, AVX2 + FMA, NEON, or the
+portable level) at run time; ``FPA_LOWBIT_ISA`` caps that choice and ``isa=`` forces one level per call.
+Threads: the library's own pool, sized by ``torch.get_num_threads()`` at each call.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from pathlib import Path
+
+import torch
+
+LIB_NAME = "libfpa_lowbit_cpu.so"
+ABI_VERSION = 1
+#: Instruction-set levels, as the library numbers them.
+ISAS = {"auto": 0, "portable": 1, "avx2": 2, "avx512": 3, "neon": 4}
+
+_lock = threading.Lock()
+_lib: ctypes.CDLL | None = None
+_error: str | None = None
+
+
+def library_path() -> Path:
+    return Path(__file__).resolve().parent / "lib" / LIB_NAME
+
+
+def _load() -> ctypes.CDLL | None:
+    global _lib, _error
+    with _lock:
+        if _lib is not None or _error is not None:
+            return _lib
+        p = library_path()
+        if not p.is_file():
+            _error = f"{p} is missing (this fpa-lowbit was installed without its compiled kernels)"
+            return None
+        try:
+            lib = ctypes.CDLL(str(p))
+        except OSError as exc:
+            _error = f"{p} could not be loaded: {exc}"
+            return None
+        if lib.fpa_lowbit_abi_version() != ABI_VERSION:
+            _error = f"{p} has ABI version {lib.fpa_lowbit_abi_version()}, this Python code expects {ABI_VERSION}"
+            return None
+        i64, i32, vp = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p
+        lib.fpa_lowbit_linear_f32.argtypes = [vp, i64, i64, vp, i64, i32, i32, vp, vp, vp, i32, i32]
+        lib.fpa_lowbit_linear_f32.restype = i32
+        lib.fpa_lowbit_isa_available.argtypes = [i32]
+        lib.fpa_lowbit_isa_name.restype = ctypes.c_char_p
+        lib.fpa_lowbit_isa_name.argtypes = [i32]
+        lib.fpa_lowbit_error_message.restype = ctypes.c_char_p
+        lib.fpa_lowbit_error_message.argtypes = [i32]
+        _lib = lib
+        return lib
+
+
+def available() -> bool:
+    """True when the compiled CPU kernels are installed and loadable."""
+    return _load() is not None
+
+
+def unavailable_reason() -> str | None:
+    """Why :func:`available` is False (None when it is True)."""
+    _load()
+    return _error
+
+
+def isa_available(isa: str) -> bool:
+    """True when this CPU and build can run the level (``"portable"``, ``"avx2"``, ``"avx512"``, ``"neon"``)."""
+    lib = _load()
+    return lib is not None and isa in ISAS and bool(lib.fpa_lowbit_isa_available(ISAS[isa]))
+
+
+def best_isa() -> str | None:
+    """The level ``"auto"`` resolves to here (after ``FPA_LOWBIT_ISA``), or None without the library."""
+    lib = _load()
+    return None if lib is None else lib.fpa_lowbit_isa_name(lib.fpa_lowbit_best_isa()).decode()
+
+
+def linear(
+    A: torch.Tensor,
+    B: torch.Tensor,
+    group_size: int,
+    S: torch.Tensor,
+    Z: torch.Tensor,
+    bitwidth: int,
+    out: torch.Tensor | None = None,
+    isa: str = "auto",
+    num_threads: int | None = None,
+) -> torch.Tensor:
+    """``A @ dequant(B)ᵀ`` on the CPU: A ``[M, K]`` float32/float16/bfloat16, B uint8 ``[N, K*n/8]``, S/Z
+    ``[N, K/group_size]`` in A's dtype; returns ``[M, N]`` in A's dtype (into ``out`` when given).
+
+    Half-precision operands are widened to float32 and the result rounded once.  Arguments are assumed checked
+    (:func:`fpa_lowbit.check_linear_args`); the library checks the shape rules again.
+
+    Raises:
+        RuntimeError: the library is unavailable, the level is unknown or unavailable, or the library rejects the
+            arguments (its message says which rule).
+    """
+    lib = _load()
+    if lib is None:
+        raise RuntimeError(f"fpa_lowbit native CPU kernels unavailable: {_error}")
+    if isa not in ISAS:
+        raise RuntimeError(f"unknown instruction-set level {isa!r}; one of {sorted(ISAS)}")
+    M, K = A.shape
+    N = B.shape[0]
+    a = A.to(torch.float32).contiguous()
+    s = S.to(torch.float32).contiguous()
+    z = Z.to(torch.float32).contiguous()
+    b = B.contiguous()
+    direct = out is not None and out.dtype == torch.float32 and out.is_contiguous()
+    y = out if out is not None and direct else torch.empty((M, N), dtype=torch.float32)
+    threads = torch.get_num_threads() if num_threads is None else num_threads
+    rc = lib.fpa_lowbit_linear_f32(
+        a.data_ptr(), M, K, b.data_ptr(), N, bitwidth, group_size, s.data_ptr(), z.data_ptr(), y.data_ptr(),
+        ISAS[isa], threads,
+    )  # fmt: skip
+    if rc != 0:
+        raise RuntimeError(f"fpa_lowbit native kernel ({isa}): {lib.fpa_lowbit_error_message(rc).decode()}")
+    if direct:
+        return y
+    if out is not None:
+        out.copy_(y)
+        return out
+    return y if A.dtype == torch.float32 else y.to(A.dtype)
