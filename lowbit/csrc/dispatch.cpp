@@ -1,4 +1,6 @@
 // Argument checks and the choice of instruction-set level at run time (one binary for every CPU of an arch).
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -103,6 +105,36 @@ int check_args(const LinearArgs& a) {
       (a.out == nullptr || (a.K > 0 && (a.A == nullptr || a.B == nullptr || a.S == nullptr || a.Z == nullptr))))
     return kNullPointer;
   return kOk;
+}
+
+double fma_peak_gflops(Isa isa, int threads, const ParallelFor& parallel_for) {
+  if (isa == Isa::kAuto) isa = best_isa();
+  if (!isa_available(isa)) return 0.0;
+  double (*loop)(int64_t) = detail::portable::fma_flops;
+#if defined(__x86_64__) || defined(_M_X64)
+  if (isa == Isa::kAvx512) loop = detail::avx512::fma_flops;
+  if (isa == Isa::kAvx2) loop = detail::avx2::fma_flops;
+#endif
+#if defined(__aarch64__)
+  if (isa == Isa::kNeon) loop = detail::neon::fma_flops;
+#endif
+  constexpr int64_t kIterations = 20'000'000;
+  loop(kIterations / 20);  // wake the cores up to speed
+  std::atomic<double> flops{0.0};
+  const auto t0 = std::chrono::steady_clock::now();
+  auto task = [&](int64_t) {
+    const double f = loop(kIterations);
+    double cur = flops.load();
+    while (!flops.compare_exchange_weak(cur, cur + f)) {
+    }
+  };
+  if (parallel_for && threads > 1) {
+    parallel_for(threads, task);
+  } else {
+    task(0);
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return flops.load() / seconds / 1e9;
 }
 
 int linear_f32(const LinearArgs& args, Isa isa, const ParallelFor& parallel_for) {

@@ -1,5 +1,5 @@
 // ExecuTorch kernels for torchao::_linear_fp_act_{n}bit_weight.out, n = 1..8, over the shared CPU kernels
-// (lowbit_kernel.h), threaded through ExecuTorch's thread pool (extension::parallel_for, the pool XNNPACK uses).
+// (lowbit_kernel.h), on as many threads as ExecuTorch's thread pool has.
 //
 // Format (fpa_lowbit's spec): A [M, K] float/half/bfloat16; B uint8 [N, K*n/8]; S, Z [N, K/group_size] in A's dtype;
 // out[m, r] = sum_k A[m, k] * (q[r, k] * S[r, g] + Z[r, g]). Half and bfloat16 operands are widened to float, the
@@ -13,12 +13,15 @@
 #include <executorch/runtime/kernel/kernel_includes.h>
 #include <executorch/runtime/kernel/thread_parallel_interface.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <type_traits>
 #include <vector>
 
 #include "lowbit_kernel.h"
+#include "thread_pool.h"
 
 namespace fpa_lowbit_executorch {
 
@@ -30,12 +33,12 @@ using executorch::aten::Tensor;
 using executorch::runtime::Error;
 using executorch::runtime::KernelRuntimeContext;
 
+// Threads: as many as ExecuTorch's pool has (its configured size), run by thread_pool.h's pool. Measured here
+// (2 cores, 625 x 1024 x 4096, 4-bit): 19.1 ms through extension::parallel_for (one fixed chunk per thread, even
+// with a shared task counter inside), 17.5 ms with this pool, 13.6 ms for the same kernel in eager.
 fpa_lowbit::ParallelFor thread_pool() {
-  return [](int64_t n, const std::function<void(int64_t)>& task) {
-    executorch::extension::parallel_for(0, n, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) task(i);
-    });
-  };
+  const int threads = static_cast<int>(executorch::extension::get_thread_count());
+  return [threads](int64_t n, const std::function<void(int64_t)>& task) { fpa_lowbit::pool().run(threads, n, task); };
 }
 
 template <typename CTYPE>

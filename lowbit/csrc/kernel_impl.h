@@ -267,6 +267,22 @@ void gemv4(const LinearArgs& a, const ParallelFor& parallel_for) {
 
 }  // namespace
 
+double fma_flops(int64_t iterations) {
+  // 12 independent accumulators cover the FMA latency x throughput of every level's cores; the result is kept
+  // observable so the loop is not removed.
+  constexpr int CHAINS = 12;
+  vf acc[CHAINS];
+  for (int i = 0; i < CHAINS; ++i) acc[i] = splat(1.0f + 1e-3f * static_cast<float>(i));
+  const vf mul = splat(0.999999f), add = splat(1e-7f);
+  for (int64_t it = 0; it < iterations; ++it)
+    for (int i = 0; i < CHAINS; ++i) acc[i] = acc[i] * mul + add;
+  float sink = 0.f;
+  for (int i = 0; i < CHAINS; ++i) sink += hsum(acc[i]);
+  volatile float keep = sink;
+  (void)keep;
+  return 2.0 * CHAINS * VL * static_cast<double>(iterations);
+}
+
 void linear(const LinearArgs& a, const ParallelFor& parallel_for) {
   if (a.nbit == 4 && a.M <= kGemvMaxRows) {
     switch (a.group_size) {

@@ -50,6 +50,10 @@ const char* isa_name(Isa isa);
 // requested level is unavailable. Single-threaded when parallel_for is empty.
 int linear_f32(const LinearArgs& args, Isa isa, const ParallelFor& parallel_for);
 
+// The FMA ceiling of one level: GFLOP/s of a register-only loop of independent vector FMAs, run on `threads`
+// threads at once (the benchmarks' compute roof). 0 when the level is unavailable.
+double fma_peak_gflops(Isa isa, int threads, const ParallelFor& parallel_for);
+
 // 0 when the shapes are valid, else an error code; message() describes it.
 int check_args(const LinearArgs& args);
 const char* message(int code);
@@ -59,6 +63,7 @@ namespace detail {
 #define FPA_LOWBIT_DECLARE(ns)                                          \
   namespace ns {                                                        \
   void linear(const LinearArgs& args, const ParallelFor& parallel_for); \
+  double fma_flops(int64_t iterations);                                 \
   }
 FPA_LOWBIT_DECLARE(portable)
 FPA_LOWBIT_DECLARE(avx2)

@@ -30,6 +30,8 @@ def library_path() -> Path:
 
 def _load() -> ctypes.CDLL | None:
     global _lib, _error
+    if _lib is not None:  # the per-call path: no lock once loaded
+        return _lib
     with _lock:
         if _lib is not None or _error is not None:
             return _lib
@@ -51,6 +53,8 @@ def _load() -> ctypes.CDLL | None:
         lib.fpa_lowbit_isa_available.argtypes = [i32]
         lib.fpa_lowbit_isa_name.restype = ctypes.c_char_p
         lib.fpa_lowbit_isa_name.argtypes = [i32]
+        lib.fpa_lowbit_fma_peak_gflops.argtypes = [i32, i32]
+        lib.fpa_lowbit_fma_peak_gflops.restype = ctypes.c_double
         lib.fpa_lowbit_error_message.restype = ctypes.c_char_p
         lib.fpa_lowbit_error_message.argtypes = [i32]
         _lib = lib
@@ -78,6 +82,20 @@ def best_isa() -> str | None:
     """The level ``"auto"`` resolves to here (after ``FPA_LOWBIT_ISA``), or None without the library."""
     lib = _load()
     return None if lib is None else lib.fpa_lowbit_isa_name(lib.fpa_lowbit_best_isa()).decode()
+
+
+def fma_peak_gflops(isa: str = "auto", num_threads: int | None = None) -> float:
+    """This CPU's FMA ceiling in GFLOP/s at one level (a register-only loop of independent vector FMAs on
+    ``num_threads`` threads, default ``torch.get_num_threads()``; about 0.1 s).  0.0 when the level is unavailable.
+
+    Raises:
+        RuntimeError: the library is unavailable.
+    """
+    lib = _load()
+    if lib is None:
+        raise RuntimeError(f"fpa_lowbit native CPU kernels unavailable: {_error}")
+    threads = torch.get_num_threads() if num_threads is None else num_threads
+    return float(lib.fpa_lowbit_fma_peak_gflops(ISAS[isa], threads))
 
 
 def linear(
@@ -108,10 +126,12 @@ def linear(
         raise RuntimeError(f"unknown instruction-set level {isa!r}; one of {sorted(ISAS)}")
     M, K = A.shape
     N = B.shape[0]
-    a = A.to(torch.float32).contiguous()
-    s = S.to(torch.float32).contiguous()
-    z = Z.to(torch.float32).contiguous()
-    b = B.contiguous()
+    f32 = torch.float32
+    same = A.dtype == f32 == S.dtype == Z.dtype
+    if same and A.is_contiguous() and S.is_contiguous() and Z.is_contiguous() and B.is_contiguous():
+        a, s, z, b = A, S, Z, B  # the common case: no conversion calls at all
+    else:
+        a, s, z, b = (A.to(f32).contiguous(), S.to(f32).contiguous(), Z.to(f32).contiguous(), B.contiguous())
     direct = out is not None and out.dtype == torch.float32 and out.is_contiguous()
     y = out if out is not None and direct else torch.empty((M, N), dtype=torch.float32)
     threads = torch.get_num_threads() if num_threads is None else num_threads

@@ -1,0 +1,168 @@
+"""fpa_lowbit's compiled CPU kernels (lowbit/csrc through fpa_lowbit._native): every instruction-set level this CPU
+can run, forced one at a time, against the dequantize-then-matmul reference in float64; shapes at the edges of
+every block size; thread counts; the eager op's routing; and the package's independence."""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from pathlib import Path
+
+import fpa_lowbit
+import pytest
+import torch
+from fpa_lowbit import _native, choose_qparams, dequantize_packed, linear_op, ops, pack_lowbit
+
+REPO = Path(__file__).resolve().parents[1]
+LEVELS = [isa for isa in ("portable", "avx2", "avx512", "neon") if _native.isa_available(isa)]
+
+pytestmark = pytest.mark.skipif(not _native.available(), reason=f"{_native.unavailable_reason()}")
+
+
+def _case(m: int, k: int, n: int, bits: int, group: int, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn(n, k, generator=g)
+    q, s, z = choose_qparams(w, bits, group, "min_max")
+    b = pack_lowbit(q, bits)
+    a = torch.randn(m, k, generator=g)
+    ref = a.double() @ dequantize_packed(b, s, z, bits, group, torch.float32).double().t()
+    return a, b, s, z, ref
+
+
+def _close(y: torch.Tensor, ref: torch.Tensor, k: int) -> None:
+    # fp32 accumulation over K terms in a different order than the float64 reference.
+    tol = 1e-6 * k**0.5 * ref.abs().max().item() + 1e-6
+    err = (y.double() - ref).abs().max().item()
+    assert err <= tol, f"max error {err:.3g} > {tol:.3g}"
+
+
+def test_this_cpu_has_a_vector_level():
+    assert "portable" in LEVELS
+    assert _native.best_isa() in LEVELS
+    if torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512"):
+        assert "avx2" in LEVELS  # PyTorch sees AVX2: so must the dispatcher
+
+
+@pytest.mark.parametrize("isa", LEVELS)
+@pytest.mark.parametrize("bits", range(1, 9))
+def test_every_level_and_bitwidth_equals_reference(isa, bits):
+    for m, k, n, group in ((1, 256, 40, 32), (3, 512, 37, 64), (7, 288, 29, 32), (13, 1024, 70, 128)):
+        a, b, s, z, ref = _case(m, k, n, bits, group, seed=bits)
+        _close(_native.linear(a, b, group, s, z, bits, isa=isa), ref, k)
+
+
+# M at the edges of the micro-kernel's rows (6, 8, 12) and of the activation block (16 * MR); N at the edges of the
+# weight tile (8, 16, 32 rows) and of a task (64 rows); K past one 256-wide panel and not a multiple of it.
+EDGE_M = (1, 2, 4, 5, 6, 7, 11, 12, 13, 95, 96, 97, 193)
+EDGE_N = (1, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 130)
+EDGE_K = (32, 256, 288, 544)
+
+
+@pytest.mark.parametrize("isa", LEVELS)
+def test_block_edges(isa):
+    for i, m in enumerate(EDGE_M):
+        n = EDGE_N[i % len(EDGE_N)]
+        k = EDGE_K[i % len(EDGE_K)]
+        a, b, s, z, ref = _case(m, k, n, 4, 32, seed=i)
+        _close(_native.linear(a, b, 32, s, z, 4, isa=isa), ref, k)
+    for i, n in enumerate(EDGE_N):  # every N against the GEMV (M = 1) and the GEMM (M = 7) paths
+        for m in (1, 7):
+            a, b, s, z, ref = _case(m, 288, n, 4, 32, seed=100 + i)
+            _close(_native.linear(a, b, 32, s, z, 4, isa=isa), ref, 288)
+
+
+@pytest.mark.parametrize("isa", LEVELS)
+@pytest.mark.parametrize("group", (32, 64, 128, 256))
+def test_every_group_size_on_the_gemv_path(isa, group):
+    a, b, s, z, ref = _case(2, 1024, 96, 4, group, seed=group)
+    _close(_native.linear(a, b, group, s, z, 4, isa=isa), ref, 1024)
+
+
+@pytest.mark.parametrize("isa", LEVELS)
+@pytest.mark.parametrize("m", (1, 200))
+def test_one_and_two_threads_give_the_same_bits(isa, m):
+    # Large enough to be split across threads (the kernels run small products on one thread).
+    a, b, s, z, _ = _case(m, 1024, 512, 4, 32)
+    y1 = _native.linear(a, b, 32, s, z, 4, isa=isa, num_threads=1)
+    y2 = _native.linear(a, b, 32, s, z, 4, isa=isa, num_threads=2)
+    assert torch.equal(y1, y2)
+
+
+@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
+def test_half_precision_operands(dtype):
+    a, b, s, z, _ = _case(5, 256, 48, 4, 32)
+    a, s, z = a.to(dtype), s.to(dtype), z.to(dtype)
+    ref = a.double() @ dequantize_packed(b, s, z, 4, 32, torch.float32).double().t()
+    y = _native.linear(a, b, 32, s, z, 4)
+    assert y.dtype == dtype
+    assert (y.double() - ref).abs().max().item() <= 1e-2 * ref.abs().max().item()
+
+
+def test_out_argument_and_empty_shapes():
+    a, b, s, z, ref = _case(3, 256, 24, 4, 32)
+    out = torch.full((3, 24), float("nan"))
+    assert _native.linear(a, b, 32, s, z, 4, out=out) is out
+    _close(out, ref, 256)
+    a0 = torch.empty(0, 256)
+    assert _native.linear(a0, b, 32, s, z, 4).shape == (0, 24)
+
+
+def test_unavailable_level_and_bad_arguments_raise():
+    a, b, s, z, _ = _case(1, 256, 8, 4, 32)
+    missing = [isa for isa in ("avx2", "avx512", "neon") if isa not in LEVELS]
+    for isa in missing:
+        with pytest.raises(RuntimeError, match="not available"):
+            _native.linear(a, b, 32, s, z, 4, isa=isa)
+    with pytest.raises(RuntimeError, match="unknown instruction-set level"):
+        _native.linear(a, b, 32, s, z, 4, isa="sse9")
+    with pytest.raises(RuntimeError, match="group_size"):
+        _native.linear(a, b, 48, s, z, 4)
+
+
+def test_isa_environment_variable_caps_the_choice(monkeypatch):
+    monkeypatch.setenv("FPA_LOWBIT_ISA", "portable")
+    assert _native.best_isa() == "portable"
+    monkeypatch.delenv("FPA_LOWBIT_ISA")
+    assert _native.best_isa() == LEVELS[-1]  # the widest level this CPU runs
+
+
+def test_eager_op_runs_the_native_kernel(monkeypatch):
+    assert fpa_lowbit.cpu_backend() == "native"
+    a, b, s, z, _ = _case(3, 512, 40, 4, 32)
+    y = linear_op(4)(a, b, 32, s, z)
+    assert torch.equal(y, _native.linear(a, b, 32, s, z, 4))
+    monkeypatch.setenv("FPA_LOWBIT_CPU_BACKEND", "torch")
+    assert fpa_lowbit.cpu_backend() == "torch"
+    assert torch.equal(linear_op(4)(a, b, 32, s, z), ops.linear_reference_kernel(a, b, 32, s, z, 4))
+
+
+def test_missing_library_warns_and_says_how_to_fix(monkeypatch):
+    monkeypatch.setattr(_native, "_lib", None)
+    monkeypatch.setattr(_native, "_error", "libfpa_lowbit_cpu.so is missing")
+    monkeypatch.setattr(ops, "_CPU_FALLBACK_WARNED", False)
+    a, b, s, z, ref = _case(2, 256, 16, 4, 32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        y = linear_op(4)(a, b, 32, s, z)
+    assert fpa_lowbit.cpu_backend() == "torch"
+    _close(y, ref, 256)
+    msgs = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert any("is missing" in m and "pip install" in m for m in msgs), msgs
+
+
+def test_the_library_does_not_link_libtorch():
+    # One binary for every torch version: the eager kernels are reached through a C ABI, never libtorch's.
+    data = _native.library_path().read_bytes()
+    assert b"libtorch" not in data and b"libc10" not in data
+
+
+def test_fpa_lowbit_imports_nothing_of_parakeet_executorch():
+    for path in (REPO / "lowbit" / "src" / "fpa_lowbit").rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            assert not any(n.split(".")[0] == "parakeet_executorch" for n in names), (path, names)
