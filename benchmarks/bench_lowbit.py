@@ -12,8 +12,8 @@ For each shape (M activation rows, K in-features, N out-features; 4-bit, group 3
 It also measures this machine's ceilings: memory bandwidth (a large tensor copy, bytes read + written) and the FMA
 ceiling of the kernels' instruction set (``fpa_lowbit._native.fma_peak_gflops``), and reports each kernel's GB/s
 (weight bytes read, at M = 1) or GFLOP/s (2MNK, at M > 1) as a fraction of them.  Prints a Markdown table and
-writes it (with JSON) to ``--out``.  Goals of the low-bit library: M = 1 lowbit >= 3x fp32 for K, N >= 1024; M = 625 and 3000 lowbit >=
-1.0x fp32 in eager and lowbit .pte >= 0.8x xnnpack-fp32 .pte.
+writes it (with JSON) to ``--out``.  Goals of the low-bit library: M = 1 lowbit >= 3x fp32 for K, N >= 1024;
+M = 625 and 3000 lowbit >= 1.0x fp32 in eager and lowbit .pte >= 0.8x xnnpack-fp32 .pte.
 
     python benchmarks/bench_lowbit.py --threads 2 --out benchmarks/results/lowbit_cpu
 """
