@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <type_traits>
@@ -80,6 +81,11 @@ int run(const Tensor& A, const Tensor& B, int64_t group_size, const Tensor& S, c
   return rc;
 }
 
+// Time spent in these kernels since the library was loaded (or last reset), for the benchmarks' "share of the
+// encoder" figure: read with fpa_lowbit_executorch_kernel_stats().
+std::atomic<int64_t> g_kernel_ns{0};
+std::atomic<int64_t> g_kernel_calls{0};
+
 template <int NBIT>
 Tensor& linear_out(KernelRuntimeContext& ctx, const Tensor& A, const Tensor& B, int64_t group_size, const Tensor& S,
                    const Tensor& Z, Tensor& out) {
@@ -105,17 +111,33 @@ Tensor& linear_out(KernelRuntimeContext& ctx, const Tensor& A, const Tensor& B, 
   ET_KERNEL_CHECK_MSG(ctx, executorch::runtime::resize_tensor(out, {new_sizes, 2}) == Error::Ok, InvalidArgument, out,
                       "could not resize out to [M, N]");
   int rc = 0;
+  const auto t0 = std::chrono::steady_clock::now();
   switch (A.scalar_type()) {
     case ScalarType::Float: rc = run<float>(A, B, group_size, S, Z, NBIT, out); break;
     case ScalarType::Half: rc = run<Half>(A, B, group_size, S, Z, NBIT, out); break;
     case ScalarType::BFloat16: rc = run<BFloat16>(A, B, group_size, S, Z, NBIT, out); break;
     default: ET_KERNEL_CHECK_MSG(ctx, false, InvalidArgument, out, "A must be float32, float16 or bfloat16");
   }
+  g_kernel_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  ++g_kernel_calls;
   ET_KERNEL_CHECK_MSG(ctx, rc == 0, InvalidArgument, out, "fpa_lowbit kernel rejected its arguments");
   return out;
 }
 
 }  // namespace fpa_lowbit_executorch
+
+extern "C" {
+// Seconds and calls spent in the kernels since load or the last reset; reset when `reset` is nonzero.
+__attribute__((visibility("default"))) void fpa_lowbit_executorch_kernel_stats(double* seconds, int64_t* calls,
+                                                                               int reset) {
+  *seconds = static_cast<double>(fpa_lowbit_executorch::g_kernel_ns.load()) * 1e-9;
+  *calls = fpa_lowbit_executorch::g_kernel_calls.load();
+  if (reset != 0) {
+    fpa_lowbit_executorch::g_kernel_ns = 0;
+    fpa_lowbit_executorch::g_kernel_calls = 0;
+  }
+}
+}
 
 EXECUTORCH_LIBRARY(torchao, "_linear_fp_act_1bit_weight.out", fpa_lowbit_executorch::linear_out<1>);
 EXECUTORCH_LIBRARY(torchao, "_linear_fp_act_2bit_weight.out", fpa_lowbit_executorch::linear_out<2>);

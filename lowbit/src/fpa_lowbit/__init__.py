@@ -55,14 +55,18 @@ from __future__ import annotations
 
 import torch
 
-from .config import UIntxWeightOnlyConfig, check_linear_shape, lowbit_filter_fn
+from .config import FpaUIntxWeightOnlyConfig, UIntxWeightOnlyConfig, check_linear_shape, lowbit_filter_fn
 from .ops import check_linear_args, cpu_backend, linear_op, linear_op_name, register
 from .packing import SUPPORTED_BITWIDTHS, check_bitwidth, pack_lowbit, unpack_lowbit
 from .qparams import GROUP_SIZES, choose_qparams, choose_qparams_hqq, choose_qparams_min_max, dequantize
 from .serialization import flatten_state_dict, unflatten_state_dict
 from .tensor import UIntxWeight, lowbit_linear
+from .transformers_support import _register_config_module, register_torchao_serialization
 
 register()
+# torchao's config_from_dict (hence transformers' from_pretrained) finds FpaUIntxWeightOnlyConfig only in modules it
+# allow-lists; see fpa_lowbit.transformers_support.  Cheap: imports neither transformers nor torchao's safetensors.
+_register_config_module()
 
 
 def load_executorch_kernels():
@@ -83,6 +87,7 @@ def dequantize_packed(
 
 
 __all__ = [
+    "FpaUIntxWeightOnlyConfig",
     "GROUP_SIZES",
     "SUPPORTED_BITWIDTHS",
     "UIntxWeight",
@@ -104,6 +109,7 @@ __all__ = [
     "lowbit_linear",
     "pack_lowbit",
     "register",
+    "register_torchao_serialization",
     "unflatten_state_dict",
     "unpack_lowbit",
 ]

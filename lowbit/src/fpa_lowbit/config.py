@@ -1,4 +1,5 @@
-"""``UIntxWeightOnlyConfig`` for ``torchao.quantization.quantize_`` and the shape rules."""
+"""``FpaUIntxWeightOnlyConfig`` (alias ``UIntxWeightOnlyConfig``) for ``torchao.quantization.quantize_`` and the
+shape rules."""
 
 from __future__ import annotations
 
@@ -45,12 +46,20 @@ def check_linear_shape(name: str, weight_shape, group_size: int, bitwidth: int, 
 
 
 @dataclass
-class UIntxWeightOnlyConfig(AOBaseConfig):
+class FpaUIntxWeightOnlyConfig(AOBaseConfig):
     """Weight-only n-bit quantization with float activations (fpa{n}w) for ``quantize_``.
 
     Same argument names as torchao's experimental MPS config; works on every backend after
     ``pip install`` (no build step).  Each quantized ``nn.Linear`` keeps its bias and gets a
     :class:`~fpa_lowbit.UIntxWeight` weight.
+
+    ``fpa_lowbit.UIntxWeightOnlyConfig`` is the same class under its first name.  The class itself carries
+    the ``Fpa`` prefix because torchao serializes a config by class name alone (``torchao.core.config
+    .config_to_dict``) and resolves it in its allow-listed modules, where
+    ``torchao.prototype.quantization.UIntxWeightOnlyConfig`` (gemlite, ``bit_width=``) already takes the
+    short name.  Constructing one registers the package with torchao's serialization
+    (:func:`fpa_lowbit.transformers_support.register_torchao_serialization`), which transformers'
+    ``save_pretrained`` / ``from_pretrained`` use.
 
     Args:
         bitwidth: 1..8.  group_size: 32, 64, 128 or 256.
@@ -72,28 +81,39 @@ class UIntxWeightOnlyConfig(AOBaseConfig):
     def __post_init__(self):
         if isinstance(self.bitwidth, bool) or self.bitwidth not in SUPPORTED_BITWIDTHS:
             raise ValueError(
-                f"UIntxWeightOnlyConfig: unsupported bitwidth {self.bitwidth!r}; "
+                f"{type(self).__name__}: unsupported bitwidth {self.bitwidth!r}; "
                 f"supported bit widths are {list(SUPPORTED_BITWIDTHS)}"
             )
         if isinstance(self.group_size, bool) or self.group_size not in GROUP_SIZES:
             raise ValueError(
-                f"UIntxWeightOnlyConfig: unsupported group_size {self.group_size!r}; "
+                f"{type(self).__name__}: unsupported group_size {self.group_size!r}; "
                 f"supported group sizes are {list(GROUP_SIZES)}"
             )
         try:
             self.uintx_choose_qparams_algorithm = normalize_algorithm(self.uintx_choose_qparams_algorithm)
         except ValueError as exc:
-            raise ValueError(f"UIntxWeightOnlyConfig: {exc}") from None
+            raise ValueError(f"{type(self).__name__}: {exc}") from None
+        # Every path to a saved or loaded model builds a config first (the user for TorchAoConfig, torchao's
+        # config_from_dict in from_pretrained), so registering here covers them without importing torchao's
+        # safetensors module (and its import-time log lines) whenever fpa_lowbit is imported.
+        from .transformers_support import _try_register
+
+        _try_register()
+
+
+# The first name of the config, kept for existing code (``from fpa_lowbit import UIntxWeightOnlyConfig``): the same
+# class object, so isinstance checks and the quantize_ handler below serve both spellings.
+UIntxWeightOnlyConfig = FpaUIntxWeightOnlyConfig
 
 
 def _describe(module: torch.nn.Module) -> str:
     return f"Linear(in_features={module.in_features}, out_features={module.out_features})"
 
 
-@register_quantize_module_handler(UIntxWeightOnlyConfig)
-def _uintx_weight_only_transform(module: torch.nn.Module, config: UIntxWeightOnlyConfig) -> torch.nn.Module:
+@register_quantize_module_handler(FpaUIntxWeightOnlyConfig)
+def _uintx_weight_only_transform(module: torch.nn.Module, config: FpaUIntxWeightOnlyConfig) -> torch.nn.Module:
     if not isinstance(module, torch.nn.Linear):
-        raise TypeError(f"UIntxWeightOnlyConfig applies to nn.Linear, got {type(module).__name__}")
+        raise TypeError(f"FpaUIntxWeightOnlyConfig applies to nn.Linear, got {type(module).__name__}")
     if isinstance(module.weight, UIntxWeight):
         raise ValueError(f"{_describe(module)} is already quantized")
     reason = check_linear_shape(
@@ -109,7 +129,7 @@ def _uintx_weight_only_transform(module: torch.nn.Module, config: UIntxWeightOnl
 
 
 def lowbit_filter_fn(
-    config: UIntxWeightOnlyConfig, skipped: dict | None = None, multi_row: bool | None = None
+    config: FpaUIntxWeightOnlyConfig, skipped: dict | None = None, multi_row: bool | None = None
 ) -> Callable[[torch.nn.Module, str], bool]:
     """A ``filter_fn`` for ``quantize_`` that selects the ``nn.Linear`` layers this config can take.
 

@@ -100,6 +100,25 @@ def load(path: str | os.PathLike | None = None) -> Path:
     return p
 
 
+def kernel_stats(reset: bool = False) -> tuple[float, int]:
+    """``(seconds, calls)`` spent in the ExecuTorch kernels of this process since :func:`load` or the last reset
+    (``reset=True`` zeroes them after reading): the numerator of the benchmarks' kernel share of encoder time.
+
+    Raises:
+        RuntimeError: the library is not loaded (call :func:`load` first) or has no counters (an older build).
+    """
+    if not _LOADED:
+        raise RuntimeError("the fpa_lowbit ExecuTorch kernels are not loaded: call load() first")
+    lib = next(iter(_LOADED.values()))
+    try:
+        fn = lib.fpa_lowbit_executorch_kernel_stats
+    except AttributeError:
+        raise RuntimeError("this build of the ExecuTorch kernels keeps no timing counters") from None
+    seconds, calls = ctypes.c_double(), ctypes.c_int64()
+    fn(ctypes.byref(seconds), ctypes.byref(calls), int(reset))
+    return seconds.value, calls.value
+
+
 def registered_ops() -> list[str]:
     """Names of the ``torchao::`` kernels registered with the ExecuTorch runtime in this process."""
     from executorch.extension.pybindings import portable_lib

@@ -5,6 +5,10 @@ safe global for ``torch.load(weights_only=True)``).  safetensors stores only pla
 string metadata, so :func:`flatten_state_dict` splits every ``UIntxWeight`` ``key`` into
 ``key.packed``, ``key.scale`` and ``key.zero`` and records bit width, group size and shape in
 the metadata; :func:`unflatten_state_dict` reverses it.
+
+Hugging Face transformers (``save_pretrained``) uses torchao's own flattening instead
+(``torchao.prototype.safetensors``: keys ``<module>._weight_qdata`` / ``_weight_scale`` / ``_weight_zero_point``);
+:mod:`fpa_lowbit.transformers_support` registers ``UIntxWeight`` with it.
 """
 
 from __future__ import annotations

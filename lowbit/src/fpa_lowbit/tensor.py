@@ -10,6 +10,8 @@ back into a freshly quantized model with ``load_state_dict``.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import return_and_correct_aliasing
@@ -33,6 +35,15 @@ class UIntxWeight(torch.Tensor):
     packed: torch.Tensor
     scale: torch.Tensor
     zero: torch.Tensor
+
+    # torchao's safetensors flattening (torchao/prototype/safetensors/safetensors_support.py,
+    # flatten_tensor_state_dict) reads the inner tensors and the plain attributes under these names with getattr,
+    # and stores them as ``<module>._weight_<name>`` plus JSON metadata.  The inner tensors go by ``qdata``,
+    # ``scale`` and ``zero_point`` (see the properties below) because transformers' TorchAoHfQuantizer
+    # (quantizers/quantizer_torchao.py, serialized_names) only collects checkpoint keys ending in one of its fixed
+    # suffixes (qdata, scale, zero_point, ...).  Lists, not tuples: torchao concatenates them with lists.
+    tensor_data_names: ClassVar[list[str]] = ["qdata", "scale", "zero_point"]
+    tensor_attribute_names: ClassVar[list[str]] = ["bitwidth", "group_size", "shape"]
 
     @staticmethod
     def __new__(cls, packed, scale, zero, bitwidth, group_size, shape):
@@ -96,6 +107,16 @@ class UIntxWeight(torch.Tensor):
             f"UIntxWeight(shape={tuple(self.shape)}, bitwidth={self.bitwidth}, group_size={self.group_size}, "
             f"dtype={self.dtype}, device={self.device})"
         )
+
+    @property
+    def qdata(self) -> torch.Tensor:
+        """``packed`` under the name torchao's and transformers' serialization use (see ``tensor_data_names``)."""
+        return self.packed
+
+    @property
+    def zero_point(self) -> torch.Tensor:
+        """``zero`` under the name torchao's and transformers' serialization use (see ``tensor_data_names``)."""
+        return self.zero
 
     # -- subclass protocol ----------------------------------------------------------------
     def __tensor_flatten__(self):
