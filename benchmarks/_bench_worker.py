@@ -33,10 +33,11 @@ def vmhwm_kb() -> int:
     return -1
 
 
-def set_threads(n: int) -> None:
+def set_threads(n: int, torch_threads: int | None = None) -> None:
+    """ExecuTorch's thread pool at ``n`` threads and torch's intra-op pool at ``torch_threads`` (default ``n``)."""
     import torch
 
-    torch.set_num_threads(n)
+    torch.set_num_threads(n if torch_threads is None else torch_threads)
     try:
         from executorch.extension.pybindings.portable_lib import _unsafe_reset_threadpool
 
@@ -74,7 +75,9 @@ class NemoSystem:
 
 class PteSystem:
     def __init__(self, pte: str, tokenizer: str, threads: int):
-        set_threads(threads)
+        # As parakeet-transcribe does: the work is on ExecuTorch's pool, and torch's OpenMP workers, spinning after
+        # each input copy, would take a core from it.
+        set_threads(threads, torch_threads=1)
         from parakeet_executorch.runtime.pte_model import PteModel
         from parakeet_executorch.runtime.transcribe import Transcriber
         from parakeet_executorch.tokenizer import Tokenizer
@@ -82,8 +85,16 @@ class PteSystem:
         self.transcriber = Transcriber(PteModel(pte), Tokenizer(tokenizer))
 
     def run(self, audio):
+        from fpa_lowbit import executorch_kernels
+
+        # Seconds inside fpa_lowbit's ExecuTorch kernels during this run (fpa4w programs): nearly all in the encoder.
+        lowbit = executorch_kernels.is_loaded()
+        if lowbit:
+            executorch_kernels.kernel_stats(reset=True)
         tokens, timings = self.transcriber.decode_tokens(audio)
-        self.last_stages = timings  # preprocess / encode / decode seconds, for the per-method profile
+        self.last_stages = dict(timings)  # preprocess / encode / decode seconds, for the per-method profile
+        if lowbit:
+            self.last_stages["lowbit_kernel"] = executorch_kernels.kernel_stats()[0]
         return [t.id for t in tokens]
 
 

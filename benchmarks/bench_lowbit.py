@@ -35,9 +35,17 @@ SHAPES_M1 = [(1024, 1024), (1024, 4096), (4096, 1024), (4096, 4096)]
 SHAPES_LARGE = [(1024, 1024), (1024, 4096), (4096, 1024)]  # the encoder's projections and feed-forward layers
 
 
-def _time(fn, rounds=5, min_time=0.05, min_iter=2):
-    """Best (minimum over rounds) mean seconds per call."""
-    fn()
+def _time(fn, rounds=5, min_time=0.2, min_iter=3, settle=0.3):
+    """Best (minimum over rounds) mean seconds per call.
+
+    Waits ``settle`` seconds first, so the previous measurement's spinning threads (OpenMP's, XNNPACK's, the
+    kernels' own pool) have gone to sleep and do not compete for the cores; then runs ``fn`` for a warm-up of
+    ``min_time`` seconds (caches, thread wake-up, first-call allocations) before timing.
+    """
+    time.sleep(settle)
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < min_time:
+        fn()
     best = float("inf")
     for _ in range(rounds):
         t0 = time.perf_counter()
@@ -114,13 +122,20 @@ def bench_shape(m: int, k: int, n: int, bits: int, group: int, pte: bool) -> dic
         lin = torch.nn.Linear(k, n, bias=False)
         lin.weight.data.copy_(w)
         fp = _pte_method(lin, a, xnnpack=True)
-        row["xnnpack_fp32_pte"] = _time(lambda: fp.execute([a]), rounds=3)
         qlin = torch.nn.Linear(k, n, bias=False)
         qlin.weight.data.copy_(w)
         config = UIntxWeightOnlyConfig(bitwidth=bits, group_size=group, uintx_choose_qparams_algorithm="min_max")
         quantize_(qlin, config)
         lb = _pte_method(qlin, a, xnnpack=False)
-        row["lowbit_pte"] = _time(lambda: lb.execute([a]), rounds=3)
+        # As parakeet-transcribe runs: ExecuTorch's pool does the work and torch's is one thread, whose OpenMP
+        # workers would otherwise spin after each input copy and take a core from it (both columns alike).
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            row["xnnpack_fp32_pte"] = _time(lambda: fp.execute([a]), rounds=3)
+            row["lowbit_pte"] = _time(lambda: lb.execute([a]), rounds=3)
+        finally:
+            torch.set_num_threads(threads)
     row["weight_bytes_lowbit"] = b.numel() + (s.numel() + z.numel()) * 4
     row["weight_bytes_fp32"] = w.numel() * 4
     return row
@@ -139,7 +154,8 @@ def render(rows: list[dict], info: dict, pte: bool) -> str:
         f"# fpa_lowbit CPU kernels: {info['bits']}-bit, group {info['group_size']}",
         "",
         f"- Host: {info['cpu']} ({info['cores']} cores), kernel level **{info['isa']}**, "
-        f"{info['threads']} threads (torch and the kernels; ExecuTorch's pool: its default).",
+        f"{info['threads']} threads (torch and the kernels; .pte columns: ExecuTorch's pool at its default, torch's at"
+        " one).",
         f"- Ceilings measured in the same run: memory copy **{info['memory_gbps']:.1f} GB/s**; "
         f"FMA ceiling at {info['isa']} **{info['fma_gflops']:.0f} GFLOP/s**; "
         f"PyTorch's fp32 GEMM at 2048^3 {info['fp32_gemm_gflops']:.0f} GFLOP/s.",

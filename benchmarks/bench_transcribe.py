@@ -272,15 +272,19 @@ def markdown(res: dict) -> str:
         "Where the time goes (ExecuTorch runners, median seconds per stage: preprocessor method, encoder "
         "method, greedy TDT loop of decoder_step + joint calls):",
         "",
-        "| system | recipe | audio s | preprocess s | encoder s | decoder loop s | encoder share |",
-        "|---|---|---|---|---|---|---|",
+        "| system | recipe | audio s | preprocess s | encoder s | decoder loop s | encoder share | "
+        "fpa_lowbit kernel s (share of encoder) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for s in systems.values():
         for k, st in s.get("stages_s", {}).items():
-            total = sum(st.values()) or float("nan")
+            total = sum(st.get(x, 0) for x in ("preprocess", "encode", "decode")) or float("nan")
+            kern = st.get("lowbit_kernel")
+            kern_txt = f"{kern:.3f} ({kern / st['encode']:.0%})" if kern is not None and st.get("encode") else "-"
             prof.append(
                 f"| {s['system']} | {s['recipe']} | {k} | {st.get('preprocess', 0):.3f} | "
-                f"{st.get('encode', 0):.3f} | {st.get('decode', 0):.3f} | {st.get('encode', 0) / total:.0%} |"
+                f"{st.get('encode', 0):.3f} | {st.get('decode', 0):.3f} | {st.get('encode', 0) / total:.0%} | "
+                f"{kern_txt} |"
             )
     exp = ["", "| step | wall s | peak RSS MB | rc |", "|---|---|---|---|"]
     for k, v in res["steps"].items():

@@ -51,10 +51,11 @@ def test_every_level_and_bitwidth_equals_reference(isa, bits):
         _close(_native.linear(a, b, group, s, z, bits, isa=isa), ref, k)
 
 
-# M at the edges of the micro-kernel's rows (6, 8, 12) and of the activation block (16 * MR); N at the edges of the
-# weight tile (8, 16, 32 rows) and of a task (64 rows); K past one 256-wide panel and not a multiple of it.
+# M at the edges of the micro-kernel's rows (6, 8, 12: one packed micro-panel of A) and of the GEMV (4); N at the
+# edges of the weight tile (8, 16, 32 rows) and of a task (N / 8 rounded up to the tile, at most 256 rows: 257 and
+# 2100 end in a short task); K past one 256-wide block and not a multiple of it.
 EDGE_M = (1, 2, 4, 5, 6, 7, 11, 12, 13, 95, 96, 97, 193)
-EDGE_N = (1, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 130)
+EDGE_N = (1, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 130, 257, 2100)
 EDGE_K = (32, 256, 288, 544)
 
 

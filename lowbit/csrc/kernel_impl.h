@@ -11,13 +11,11 @@ namespace fpa_lowbit::detail::FPA_LOWBIT_NS {
 namespace {
 
 constexpr int VB = FPA_LOWBIT_VEC_BYTES;
-constexpr int VL = VB / 4;                 // floats per vector
-constexpr int MR = FPA_LOWBIT_MR;          // activation rows per tile
-constexpr int NR = 2 * VL;                 // weight rows per tile (two vectors of accumulators per activation row)
-constexpr int64_t KC = 256;                // K per expanded panel (a multiple of every group size)
-constexpr int64_t MC = 16 * MR;            // activation rows per pass over one panel (A block stays in L2)
-constexpr int64_t NB = NR > 64 ? NR : 64;  // weight rows per task (their panels: NB * KC floats)
-constexpr int64_t GEMV_ROWS = 16;          // weight rows per GEMV task
+constexpr int VL = VB / 4;         // floats per vector
+constexpr int MR = FPA_LOWBIT_MR;  // activation rows per tile
+constexpr int NR = 2 * VL;         // weight rows per tile (two vectors of accumulators per activation row)
+constexpr int64_t KC = 256;        // K per expanded panel (a multiple of every group size)
+constexpr int64_t GEMV_ROWS = 16;  // weight rows per GEMV task
 
 typedef float vf __attribute__((vector_size(VB)));
 typedef int32_t vi __attribute__((vector_size(VB)));
@@ -29,7 +27,9 @@ inline vf loadu(const float* p) {
   return v;
 }
 inline void storeu(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
-inline vf splat(float x) { return vf{} + x; }  // scalar operand: broadcast (a lane-by-lane loop is not recognised)
+// Broadcast. x - 0 is x for every x (x + 0 is not, for x = -0), so compilers fold it to one broadcast; a
+// lane-by-lane loop is not recognised, and vf{} + x costs an add before every broadcast.
+inline vf splat(float x) { return x - vf{}; }
 // VL bytes -> VL int32 lanes. Compilers turn a generic __builtin_convertvector of bytes into lane-by-lane
 // scalar code, so each level says how its ISA widens (one or two instructions).
 inline vi widen(const uint8_t* p) {
@@ -93,9 +93,42 @@ inline void unpack(const uint8_t* src, int64_t k, float* dst) {
   }
 }
 
+// 4-bit, a full strip of NR rows: 8 K positions of VL rows at a time. One 32-bit word per row holds 8 nibbles
+// (q[k + j] in bits 4j..4j+3); the words of VL rows form one integer vector, and each nibble position becomes one
+// vector of dequantized weights stored straight into the panel's row for that k. Replaces two scalar passes per
+// weight (unpack, then dequantize into a strided column), which cost as much as the products at M ~ 100.
+inline void expand_panel4(const LinearArgs& a, int64_t r0, int64_t k0, int64_t kc, float* wp) {
+  const int64_t G = a.K / a.group_size, row_bytes = a.K / 2;
+  for (int h = 0; h < NR / VL; ++h) {
+    const int64_t rb = r0 + h * VL;
+    const uint8_t* base = a.B + rb * row_bytes + k0 / 2;
+    for (int64_t g0 = 0; g0 < kc; g0 += a.group_size) {
+      const int64_t g = (k0 + g0) / a.group_size;
+      vf s, z;
+      for (int i = 0; i < VL; ++i) {
+        s[i] = a.S[(rb + i) * G + g];
+        z[i] = a.Z[(rb + i) * G + g];
+      }
+      for (int64_t k = g0; k < g0 + a.group_size; k += 8) {
+        vi v;
+        for (int i = 0; i < VL; ++i) {
+          int32_t word;
+          std::memcpy(&word, base + i * row_bytes + k / 2, 4);
+          v[i] = word;
+        }
+        for (int j = 0; j < 8; ++j)
+          storeu(wp + (k + j) * NR + h * VL, __builtin_convertvector((v >> (4 * j)) & 15, vf) * s + z);
+      }
+    }
+  }
+}
+
 // Expand weight rows [r0, r0 + nr) x K range [k0, k0 + kc) into the panel wp[kc][NR] (rows past nr are zero).
 template <int NBIT>
 void expand_panel(const LinearArgs& a, int64_t r0, int nr, int64_t k0, int64_t kc, float* row, float* wp) {
+  if constexpr (NBIT == 4) {
+    if (nr == NR) return expand_panel4(a, r0, k0, kc, wp);
+  }
   const int64_t G = a.K / a.group_size;
   const int64_t row_bytes = a.K * NBIT / 8;
   for (int r = 0; r < nr; ++r) {
@@ -110,22 +143,41 @@ void expand_panel(const LinearArgs& a, int64_t r0, int nr, int64_t k0, int64_t k
     for (int64_t k = 0; k < kc; ++k) wp[k * NR + r] = 0.f;
 }
 
-// C[0:mr, 0:nr] (+)= A[0:mr, 0:kc] @ panel[0:kc, 0:nr]; accumulate adds to what C holds.
-template <int mr>
-inline void micro(const float* A, int64_t lda, const float* wp, int64_t kc, float* C, int64_t ldc, bool accumulate,
+// The K block [k0, k0 + kc) of A [M, K] repacked into micro-panels of MR rows, k-major
+// (ap[(p * KC + k) * MR + i] = A[p * MR + i, k0 + k], zero past M), so the micro-kernel's broadcasts read one
+// contiguous stream (rows of A K floats apart alias in L1 when K is a power of two). One block at a time keeps the
+// scratch at M x KC floats.
+inline void pack_a(const LinearArgs& a, int64_t k0, int64_t kc, float* ap, int64_t panels,
+                   const ParallelFor& parallel_for) {
+  parallel_for(panels, [&](int64_t p) {
+    const int rows = static_cast<int>(std::min<int64_t>(MR, a.M - p * MR));
+    float* dst = ap + p * KC * MR;
+    for (int i = 0; i < rows; ++i) {
+      const float* src = a.A + (p * MR + i) * a.K + k0;
+      for (int64_t k = 0; k < kc; ++k) dst[k * MR + i] = src[k];
+    }
+    for (int i = rows; i < MR; ++i)
+      for (int64_t k = 0; k < kc; ++k) dst[k * MR + i] = 0.f;
+  });
+}
+
+// C[0:rows, 0:nr] (+)= Ap[0:kc, 0:MR]^T @ panel[0:kc, 0:nr] over a packed micro-panel of A; accumulate adds to
+// what C holds. Always MR x NR in registers (padding rows of Ap are zero); only the valid part is stored.
+inline void micro(const float* ap, const float* wp, int64_t kc, float* C, int64_t ldc, bool accumulate, int rows,
                   int nr) {
-  vf c0[mr], c1[mr];
-  for (int i = 0; i < mr; ++i) c0[i] = c1[i] = vf{};
+  vf c0[MR], c1[MR];
+  for (int i = 0; i < MR; ++i) c0[i] = c1[i] = vf{};
   for (int64_t k = 0; k < kc; ++k) {
     const vf w0 = loadu(wp + k * NR), w1 = loadu(wp + k * NR + VL);
-    for (int i = 0; i < mr; ++i) {
-      const vf av = splat(A[i * lda + k]);
+    const float* ak = ap + k * MR;
+    for (int i = 0; i < MR; ++i) {
+      const vf av = splat(ak[i]);
       c0[i] += av * w0;
       c1[i] += av * w1;
     }
   }
-  if (nr == NR) {
-    for (int i = 0; i < mr; ++i) {
+  if (nr == NR && rows == MR) {
+    for (int i = 0; i < MR; ++i) {
       float* c = C + i * ldc;
       if (accumulate) {
         c0[i] += loadu(c);
@@ -136,7 +188,7 @@ inline void micro(const float* A, int64_t lda, const float* wp, int64_t kc, floa
     }
   } else {
     float t[NR];
-    for (int i = 0; i < mr; ++i) {
+    for (int i = 0; i < rows; ++i) {
       storeu(t, c0[i]);
       storeu(t + VL, c1[i]);
       float* c = C + i * ldc;
@@ -145,48 +197,50 @@ inline void micro(const float* A, int64_t lda, const float* wp, int64_t kc, floa
   }
 }
 
-template <int mr>
-inline void micro_rows(int rows, const float* A, int64_t lda, const float* wp, int64_t kc, float* C, int64_t ldc,
-                       bool accumulate, int nr) {
-  if constexpr (mr > 0) {
-    if (rows == mr) {
-      micro<mr>(A, lda, wp, kc, C, ldc, accumulate, nr);
-    } else {
-      micro_rows<mr - 1>(rows, A, lda, wp, kc, C, ldc, accumulate, nr);
-    }
-  }
+// Weight rows per task: enough tasks to keep a few threads busy, at most NB_MAX rows (their expanded panels,
+// NB_MAX * KC floats, stay in L2 while every micro-panel of A passes over them).
+constexpr int64_t NB_MAX = 256;
+inline int64_t rows_per_task(int64_t N) {
+  const int64_t want = (N / 8 + NR - 1) / NR * NR;
+  return std::max<int64_t>(NR, std::min<int64_t>(NB_MAX, want));
 }
 
 template <int NBIT>
 void gemm(const LinearArgs& a, const ParallelFor& parallel_for) {
-  const int64_t n_tasks = (a.N + NB - 1) / NB;
-  auto task = [&](int64_t t) {
-    const int64_t r_begin = t * NB, r_end = std::min(a.N, r_begin + NB);
-    const int64_t strips = (r_end - r_begin + NR - 1) / NR;
-    Buffer panels = alloc(strips * KC * NR);
-    Buffer row = alloc(KC);
-    for (int64_t k0 = 0; k0 < a.K; k0 += KC) {
-      const int64_t kc = std::min(KC, a.K - k0);
+  const int64_t panels = (a.M + MR - 1) / MR;
+  const int64_t kblocks = (a.K + KC - 1) / KC;
+  Buffer ap = alloc(panels * KC * MR);
+  const int64_t nb = rows_per_task(a.N);
+  const int64_t n_tasks = (a.N + nb - 1) / nb;
+  const int64_t strips_max = (nb + NR - 1) / NR;
+  // One pass per K block, all threads on the same block of A (M x KC, shared in the last-level cache) rather than
+  // each task sweeping all of A: for M x K past the cache that is the difference between one and N / nb reads.
+  std::vector<Buffer> wpanels(static_cast<size_t>(n_tasks));
+  for (int64_t kb = 0; kb < kblocks; ++kb) {
+    const int64_t k0 = kb * KC, kc = std::min(KC, a.K - k0);
+    pack_a(a, k0, kc, ap.get(), panels, parallel_for);
+    parallel_for(n_tasks, [&](int64_t t) {
+      const int64_t r_begin = t * nb, r_end = std::min(a.N, r_begin + nb);
+      const int64_t strips = (r_end - r_begin + NR - 1) / NR;
+      Buffer& wp = wpanels[static_cast<size_t>(t)];
+      if (!wp) wp = alloc(strips_max * KC * NR + KC);
+      float* row = wp.get() + strips_max * KC * NR;
       for (int64_t s = 0; s < strips; ++s) {
         const int64_t r = r_begin + s * NR;
-        expand_panel<NBIT>(a, r, static_cast<int>(std::min<int64_t>(NR, r_end - r)), k0, kc, row.get(),
-                           panels.get() + s * KC * NR);
+        expand_panel<NBIT>(a, r, static_cast<int>(std::min<int64_t>(NR, r_end - r)), k0, kc, row,
+                           wp.get() + s * KC * NR);
       }
-      for (int64_t m0 = 0; m0 < a.M; m0 += MC) {
-        const int64_t m1 = std::min(a.M, m0 + MC);
+      for (int64_t p = 0; p < panels; ++p) {
+        const float* apan = ap.get() + p * KC * MR;
+        const int rows = static_cast<int>(std::min<int64_t>(MR, a.M - p * MR));
         for (int64_t s = 0; s < strips; ++s) {
           const int64_t r = r_begin + s * NR;
           const int nr = static_cast<int>(std::min<int64_t>(NR, r_end - r));
-          for (int64_t m = m0; m < m1; m += MR) {
-            const int rows = static_cast<int>(std::min<int64_t>(MR, m1 - m));
-            micro_rows<MR>(rows, a.A + m * a.K + k0, a.K, panels.get() + s * KC * NR, kc, a.out + m * a.N + r, a.N,
-                           k0 > 0, nr);
-          }
+          micro(apan, wp.get() + s * KC * NR, kc, a.out + p * MR * a.N + r, a.N, kb > 0, rows, nr);
         }
       }
-    }
-  };
-  parallel_for(n_tasks, task);
+    });
+  }
 }
 
 // 4-bit, few activation rows: y[m, r] = sum_g S[r,g] * dot(q[r, g], a[m, g]) + Z[r,g] * sum(a[m, g]).

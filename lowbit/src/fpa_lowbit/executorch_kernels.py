@@ -100,6 +100,11 @@ def load(path: str | os.PathLike | None = None) -> Path:
     return p
 
 
+def is_loaded() -> bool:
+    """Whether :func:`load` has loaded the kernel library into this process."""
+    return bool(_LOADED)
+
+
 def kernel_stats(reset: bool = False) -> tuple[float, int]:
     """``(seconds, calls)`` spent in the ExecuTorch kernels of this process since :func:`load` or the last reset
     (``reset=True`` zeroes them after reading): the numerator of the benchmarks' kernel share of encoder time.
