@@ -222,10 +222,6 @@ def main(argv: list[str] | None = None) -> int:
     problem = _usage_error(args)
     if problem:
         parser.error(problem)
-    from ..audio import AudioError
-    from ..tokenizer import TokenizerError
-    from .formats import Failure, render
-    from .pte_model import PteModelError
 
     live = args.stream is not None or args.mic
     options = resolve_context(args, live)
@@ -239,7 +235,21 @@ def main(argv: list[str] | None = None) -> int:
     # All model computation runs on ExecuTorch's thread pool; torch only wraps the inputs and outputs. With more
     # intra-op threads, torch's OpenMP workers spin after each input copy and take a core from ExecuTorch's pool
     # (2 cores: a 625 x 1024 x 1024 linear in an XNNPACK .pte takes 10.2 ms beside them, 6.4 ms without).
+    torch_threads = torch.get_num_threads()
     torch.set_num_threads(1)
+    try:
+        return _transcribe(args, options, non_finite)
+    finally:
+        torch.set_num_threads(torch_threads)  # main() called in-process leaves torch as it found it
+
+
+def _transcribe(args, options: LongFormOptions, non_finite: str) -> int:
+    from ..audio import AudioError
+    from ..tokenizer import TokenizerError
+    from .formats import Failure, render
+    from .pte_model import PteModelError
+
+    live = args.stream is not None or args.mic
     args.format = args.format or "txt"
     timestamps = args.timestamps or ("all" if args.format in ("json", "jsonl") else "none")
     try:
