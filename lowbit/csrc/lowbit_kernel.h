@@ -9,9 +9,9 @@
 // Two algorithms, chosen by M:
 //   * GEMV (M <= kGemvMaxRows, 4-bit): per group, y += S * dot(q, a) + Z * sum(a); the weight is read once per
 //     activation row and never expanded, so the cost is the packed bytes' memory traffic.
-//   * GEMM (otherwise): A is repacked once into MR-row micro-panels (k-major, contiguous broadcasts); then, one
-//     K block (KC) at a time, each task expands its block of weight rows to float panels [KC][NR] kept in L2 and
-//     runs a register-blocked MR x NR micro-kernel (broadcast A, FMA into NR-wide accumulators) of every A
+//   * GEMM (otherwise): one K block (KC) at a time, A's block is repacked into MR-row micro-panels (k-major,
+//     contiguous broadcasts), and each task expands its block of weight rows to float panels [KC][NR] kept in L2
+//     and runs a register-blocked MR x NR micro-kernel (broadcast A, FMA into NR-wide accumulators) of every A
 //     micro-panel over them. All threads work on the same K block of A, so A is read from memory once per call
 //     however many weight-row blocks there are; the expansion is paid once per call and reused by all M rows.
 // Each output element is computed by one task in a fixed order, so any thread count gives the same bits.

@@ -238,18 +238,17 @@ def main(argv: list[str] | None = None) -> int:
     torch_threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _transcribe(args, options, non_finite)
+        return _transcribe(args, options, non_finite, live)
     finally:
         torch.set_num_threads(torch_threads)  # main() called in-process leaves torch as it found it
 
 
-def _transcribe(args, options: LongFormOptions, non_finite: str) -> int:
+def _transcribe(args, options: LongFormOptions, non_finite: str, live: bool) -> int:
     from ..audio import AudioError
     from ..tokenizer import TokenizerError
     from .formats import Failure, render
     from .pte_model import PteModelError
 
-    live = args.stream is not None or args.mic
     args.format = args.format or "txt"
     timestamps = args.timestamps or ("all" if args.format in ("json", "jsonl") else "none")
     try:
