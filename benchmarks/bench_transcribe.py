@@ -124,7 +124,8 @@ class Worker:
 
 
 class CppSystem:
-    """The C++ runner: one process per transcription (load + run); timings parsed from its stderr."""
+    """The C++ runner: one process per transcription (load, which includes its warm-up call, then one run in one
+    pass); timings parsed from its stderr."""
 
     def __init__(self, name: str, pte_dir: Path, log: Path):
         self.name = name
@@ -142,6 +143,10 @@ class CppSystem:
             str(self.pte_dir / "tokenizer.model"),
             "--audio_path",
             str(wav),
+            # One pass, the work the Python runner's decode_tokens does: by default the runner decodes audio longer
+            # than its 56 s window (4 + 48 + 4 s) buffered, in two full windows at 60 s, twice the encoder's work.
+            "--chunk_seconds",
+            "0",
         ]
         import tempfile
 

@@ -7,6 +7,7 @@ users run on device, so it must build wherever the tests run).
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -339,6 +340,10 @@ def test_tokenizer_file_that_is_not_sentencepiece(runner, exported_xnnpack, tmp_
         (["--model_path", "m.pte", "--stream", "-", "--chunk_seconds", "0"], "cannot be used with --stream"),
         (["--model_path", "m.pte", "--stream", "-", "--stream_rate", "0"], "must be positive"),
         (["--model_path", "m.pte", "--audio_path", "a.wav", "--chunk_seconds", "ten"], "must be a number of seconds"),
+        (["--model_path", "m.pte", "--audio_path", "a.wav", "--repeat", "0"], "--repeat must be a positive number"),
+        (["--model_path", "m.pte", "--audio_path", "a.wav", "--repeat", "-2"], "--repeat must be a positive number"),
+        (["--model_path", "m.pte", "--audio_path", "a.wav", "--repeat", "two"], "--repeat must be a whole number"),
+        (["--model_path", "m.pte", "--stream", "-", "--repeat", "2"], "--repeat is for audio files"),
     ],
 )
 def test_bad_arguments(runner, args, fragment):
@@ -801,3 +806,50 @@ def test_fuzzed_audio_files_give_an_error_line_or_a_transcript(runner, exported_
         timed = [line for line in lines if line.startswith(f"{f}: ") and " s of audio; " in line]
         assert len(errors) + len(timed) == 1, f"{f.name}: {errors + timed}"
         assert all(line.count("\n") == 0 for line in errors)
+
+
+# ---- --repeat: the runners as benchmarks ------------------------------------------------------------------------
+
+_RUN_LINE = re.compile(
+    r"^(?P<path>.+?) \(run (?P<i>\d+)/(?P<n>\d+)\): [0-9.]+ s of audio; preprocess: (?P<preprocess>[0-9.]+) s, "
+    r"encode: (?P<encode>[0-9.]+) s, decode: (?P<decode>[0-9.]+) s; wall: (?P<wall>[0-9.]+) s; RTFx [0-9.]+$"
+)
+_MEDIAN_LINE = re.compile(
+    r"^(?P<path>.+?): median of (?P<n>\d+) runs: preprocess: (?P<preprocess>[0-9.]+) s, encode: (?P<encode>[0-9.]+) "
+    r"s, decode: (?P<decode>[0-9.]+) s; wall: (?P<wall>[0-9.]+) s; RTFx [0-9.]+$"
+)
+
+
+def assert_repeat_report(stderr: str, path: str, runs: int) -> None:
+    """One timing line per run, in order, then one medians line whose figures are the medians of the runs' (to the
+    printed millisecond)."""
+    lines = [m for m in map(_RUN_LINE.match, stderr.splitlines()) if m]
+    assert [(m["path"], int(m["i"]), int(m["n"])) for m in lines] == [(path, i, runs) for i in range(1, runs + 1)]
+    medians = [m for m in map(_MEDIAN_LINE.match, stderr.splitlines()) if m]
+    assert len(medians) == 1 and medians[0]["path"] == path and int(medians[0]["n"]) == runs, stderr
+    for key in ("preprocess", "encode", "decode", "wall"):
+        assert float(medians[0][key]) == pytest.approx(np.median([float(m[key]) for m in lines]), abs=1.5e-3), key
+
+
+@pytest.mark.slow
+def test_repeat_times_each_run_and_prints_the_transcript_once(runner, exported_xnnpack, jfk_path, long_clips):
+    """--repeat N (both runners): N timing lines and their medians on stderr, stdout the transcript of one run; a
+    file past one window is repeated buffered, as a single run of it is."""
+    once = cpp_cli(runner, exported_xnnpack, jfk_path, ["--format", "json"])
+    assert once[0] == 0, once[2]
+    code, out, err = cpp_cli(runner, exported_xnnpack, jfk_path, ["--format", "json", "--repeat", "3"])
+    assert code == 0, err
+    assert out == once[1]
+    assert_repeat_report(err, str(jfk_path), 3)
+    assert "gave another transcript" not in err
+    transcriber = make_transcriber(exported_xnnpack)
+    py = python_cli(transcriber, jfk_path, ["--format", "json", "--repeat", "3"])
+    assert py[0] == 0, py[2]
+    assert json.loads(py[1]) == json.loads(out)
+    assert_repeat_report(py[2], str(jfk_path), 3)
+
+    long = long_clips["16k"]
+    code, out, err = cpp_cli(runner, exported_xnnpack, long, [*SMALL_CONTEXT, "--repeat", "2", "--quiet"])
+    assert code == 0, err
+    assert out == cpp_cli(runner, exported_xnnpack, long, [*SMALL_CONTEXT, "--quiet"])[1]
+    assert "median of" not in err and "(run " not in err, "--quiet prints no timings"

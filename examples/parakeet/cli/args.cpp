@@ -15,6 +15,7 @@ std::string usage() {
          "                       [--timestamps none|token|word|segment|all] [--format text|json|jsonl]\n"
          "                       [--zero_non_finite] [--ignore_tokenizer_fingerprint] [--verbose] [--quiet]\n"
          "                       [--chunk_seconds S] [--left_context_seconds S] [--right_context_seconds S]\n"
+         "                       [--repeat N]\n"
          "       parakeet_runner --model_path model.pte --stream - [--stream_rate HZ] [--stream_channels N]\n"
          "                       [--format text|jsonl] [--partial] [context flags as above]\n"
          "\n"
@@ -33,6 +34,8 @@ std::string usage() {
          "  --verbose         also print ExecuTorch's own log lines\n"
          "  --quiet           no progress bar or per-file timings on stderr\n"
          "  --format jsonl    one JSON object per line: per file, or per decoded chunk with --stream\n"
+         "  --repeat N        benchmark: transcribe each file N times in this process (warm after load), one\n"
+         "                    timing line per run and the medians on stderr; the transcript is printed once\n"
          "\n"
          "Long audio: a file longer than one window (left + chunk + right context) is read block by block and\n"
          "decoded with buffered left | chunk | right decoding, in flat memory.\n"
@@ -86,6 +89,10 @@ void apply_longform_flags(Options& o, const std::map<std::string, std::string>& 
     if (given.count(flag)) *target = parse_seconds(flag, values.at(flag));
   }
   if (given.count("--stream_rate")) o.stream_rate = parse_positive_int("--stream_rate", values.at("--stream_rate"));
+  if (given.count("--repeat")) {
+    o.repeat = parse_positive_int("--repeat", values.at("--repeat"));
+    if (o.repeat < 1) throw UsageError("--repeat must be a positive number of runs, not " + values.at("--repeat"));
+  }
   if (given.count("--stream_channels")) {
     o.stream_channels = parse_positive_int("--stream_channels", values.at("--stream_channels"));
   }
@@ -96,6 +103,7 @@ void check_stream_flags(const Options& o, bool stream) {
   if (stream && o.stream != "-") {
     throw UsageError("--stream takes '-' (standard input); pass an audio file with --audio_path instead");
   }
+  if (stream && o.repeat != 1) throw UsageError("--repeat is for audio files; it cannot be used with --stream");
   if (stream && !o.audio_paths.empty()) throw UsageError("--audio_path and --stream are exclusive; pass one of them");
   if (stream && o.format == "json") {
     throw UsageError("--format json needs the whole transcript; with --stream use text or jsonl");
@@ -125,8 +133,8 @@ Options parse_args(const std::vector<std::string>& args) {
   valued["--data_path"] = &data_path;
   bool has_data_path = false;
   std::map<std::string, std::string> longform;  // the long/live flags' values, converted after the loop
-  for (const char* flag :
-       {"--chunk_seconds", "--left_context_seconds", "--right_context_seconds", "--stream_rate", "--stream_channels"}) {
+  for (const char* flag : {"--chunk_seconds", "--left_context_seconds", "--right_context_seconds", "--stream_rate",
+                           "--stream_channels", "--repeat"}) {
     valued[flag] = &longform[flag];
   }
   valued["--stream"] = &o.stream;

@@ -26,6 +26,7 @@ struct Options {
   int stream_channels = 1;
   bool partial = false;
   bool quiet = false;
+  int repeat = 1;  // benchmark: transcribe each file this many times in one process
 };
 
 struct UsageError : std::runtime_error {

@@ -2,6 +2,7 @@
 // without Python. The transcripts go to stdout; stage timings and RTFx go to stderr. A failure to load the model or
 // tokenizer, or a bad flag, is one line on stderr and exit 2 (as parakeet-transcribe); a file that cannot be
 // transcribed gets one error line naming it, the other files are still transcribed, and the exit status is then 2.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -42,27 +43,69 @@ std::string naming(const std::string& path, const std::string& message) {
   return message.find(path) != std::string::npos ? message : path + ": " + message;
 }
 
+// "S s of audio[; W windows]; preprocess: a s, encode: b s, decode: c s; wall: w s; RTFx r", as parakeet-transcribe
+// prints it (the benchmarks parse both).
+std::string timing_line(double audio_seconds, int64_t windows, const parakeet::Timings& timings, double wall) {
+  std::string line;
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%.2f s of audio", audio_seconds);
+  line = buf;
+  if (windows) line += "; " + std::to_string(windows) + " windows";
+  for (size_t i = 0; i < timings.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "%s%s: %.3f s", i ? ", " : "; ", timings[i].first.c_str(), timings[i].second);
+    line += buf;
+  }
+  std::snprintf(buf, sizeof buf, "; wall: %.3f s; RTFx %.1f", wall, wall > 0 ? audio_seconds / wall : 0.0);
+  return line + buf;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Transcribes `path` `repeat` times (a benchmark when more than once: one timing line per run, then the medians);
+// returns the last run's transcript, or nullopt with `error` set.
 std::optional<parakeet::Transcript> transcribe_file(parakeet::Transcriber& transcriber, const std::string& path,
-                                                    const parakeet::LongFormOptions& options, bool quiet,
+                                                    const parakeet::LongFormOptions& options, bool quiet, int repeat,
                                                     const parakeet::LoadOptions& load_options, std::string& error) {
   using clock = std::chrono::steady_clock;
   try {
-    const auto t1 = clock::now();
-    auto transcript = parakeet::transcribe_file(transcriber, path, options, quiet, load_options);
-    const double wall = std::chrono::duration<double>(clock::now() - t1).count();
-    std::string stages;
-    for (const auto& [name, seconds] : transcript.timings) {
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%s%s: %.3f s", stages.empty() ? "" : ", ", name.c_str(), seconds);
-      stages += buf;
+    parakeet::Transcript last;
+    std::string first_text;
+    std::vector<parakeet::Timings> stages;  // per run
+    std::vector<double> walls;
+    for (int i = 1; i <= repeat; ++i) {
+      const auto t1 = clock::now();
+      last = parakeet::transcribe_file(transcriber, path, options, quiet, load_options);
+      walls.push_back(std::chrono::duration<double>(clock::now() - t1).count());
+      stages.push_back(last.timings);
+      if (!quiet) {
+        const std::string run = repeat > 1 ? " (run " + std::to_string(i) + "/" + std::to_string(repeat) + ")" : "";
+        std::fprintf(stderr, "%s%s: %s\n", path.c_str(), run.c_str(),
+                     timing_line(last.audio_seconds, last.windows, last.timings, walls.back()).c_str());
+      }
+      if (i == 1) {
+        first_text = last.text;
+      } else if (last.text != first_text) {
+        warn(path + ": run " + std::to_string(i) + " gave another transcript than run 1");
+      }
     }
-    const double rtfx = wall > 0 ? transcript.audio_seconds / wall : 0.0;
-    const std::string how = transcript.windows ? "; " + std::to_string(transcript.windows) + " windows" : "";
-    if (!quiet) {
-      std::fprintf(stderr, "%s: %.2f s of audio%s; %s; wall: %.3f s; RTFx %.1f\n", path.c_str(),
-                   transcript.audio_seconds, how.c_str(), stages.c_str(), wall, rtfx);
+    if (repeat > 1 && !quiet) {
+      parakeet::Timings medians = last.timings;
+      for (size_t k = 0; k < medians.size(); ++k) {
+        std::vector<double> v;
+        for (const auto& t : stages)
+          if (k < t.size()) v.push_back(t[k].second);
+        medians[k].second = median(v);
+      }
+      const std::string line = timing_line(last.audio_seconds, 0, medians, median(walls));
+      // "PATH: median of N runs: stages; wall; RTFx", without the audio length that starts a run's line
+      std::fprintf(stderr, "%s: median of %d runs: %s\n", path.c_str(), repeat,
+                   line.substr(line.find("; ") + 2).c_str());
     }
-    return transcript;
+    return last;
   } catch (const parakeet::AudioError& e) {
     error = naming(path, one_line(e.what()));
   } catch (const parakeet::PteModelError& e) {
@@ -83,6 +126,7 @@ int run(const parakeet::cli::Options& opt) {
   parakeet::PteModel model(opt.model_path, opt.data_path);
   parakeet::Tokenizer tokenizer(opt.tokenizer_path);
   parakeet::Transcriber transcriber(model, tokenizer, !opt.ignore_tokenizer_fingerprint, warn);
+  transcriber.warm_up();  // the runtime's first-call cost belongs to loading, not to the first file's timing
   std::fprintf(stderr, "load: %.3f s\n", std::chrono::duration<double>(clock::now() - t0).count());
 
   if (!opt.stream.empty()) {
@@ -102,7 +146,7 @@ int run(const parakeet::cli::Options& opt) {
   for (const auto& path : opt.audio_paths) {
     parakeet::FileResult r;
     r.name = path;
-    r.transcript = transcribe_file(transcriber, path, options, opt.quiet, load_options, r.error);
+    r.transcript = transcribe_file(transcriber, path, options, opt.quiet, opt.repeat, load_options, r.error);
     failed += !r.transcript;
     results.push_back(std::move(r));
   }

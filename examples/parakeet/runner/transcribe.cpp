@@ -164,4 +164,13 @@ Transcript Transcriber::transcribe(const std::vector<float>& audio) {
   return transcript(tokens, static_cast<double>(audio.size()) / model_.metadata().sample_rate, timings);
 }
 
+void Transcriber::warm_up(double seconds) {
+  const auto& meta = model_.metadata();
+  const int64_t n =
+      std::min(std::max({static_cast<int64_t>(seconds * meta.sample_rate), meta.min_audio_samples, int64_t{1}}),
+               meta.max_audio_samples);
+  Timings timings;
+  decode_tokens(std::vector<float>(static_cast<size_t>(n), 0.0f), timings);
+}
+
 }  // namespace parakeet

@@ -73,6 +73,11 @@ class Transcriber {
   // Throws AudioRangeError when the audio is longer than the .pte supports.
   std::vector<DecodedToken> decode_tokens(const std::vector<float>& audio, Timings& timings);
   Transcript transcribe(const std::vector<float>& audio);
+  // Runs the four methods once on `seconds` of silence (clamped to the .pte's range) and throws the result away, so
+  // that the first real transcription does not pay the runtime's one-time costs inside its timing (XNNPACK sizes
+  // its workspace and the memory-mapped weights are first touched on the first call: about 1 s on a full-size
+  // model, whatever the audio's length). As SinglePassTranscriber.warm_up; the CLI counts it in its load time.
+  void warm_up(double seconds = 0.5);
 
  private:
   std::vector<int> checked_ids(const std::vector<DecodedToken>& tokens) const;

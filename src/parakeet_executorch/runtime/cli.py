@@ -13,6 +13,7 @@ one ``error:`` line on stderr naming it (and an ``error`` entry in JSON output),
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -55,6 +56,14 @@ def build_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("long audio (buffered left | chunk | right decoding)")
     add_context_flags(g)
     g.add_argument("--quiet", action="store_true", help="no progress bar or per-file timings on stderr")
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="benchmark: transcribe each file N times in this process (warm after load), one timing line per run "
+        "and the medians on stderr; the transcript is printed once",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     m = p.add_argument_group("manifest mode (a corpus, resumable)")
     m.add_argument("--manifest", help='NeMo-style JSONL manifest: one {"audio_filepath", ...} object per line')
@@ -127,6 +136,7 @@ def transcribe_files(
     keep_going: bool = False,
     non_finite: str = "error",
     prog: str = PROG,
+    repeat: int = 1,
 ) -> list:
     """Transcribe each file with ``transcriber`` (a ``Transcriber``), printing per-file stage timings and RTFx to
     stderr (unless ``quiet``).
@@ -136,23 +146,33 @@ def transcribe_files(
         keep_going: False raises on the first file that fails; True reports it on stderr (``prog: error: ...``,
             naming the file), puts a ``formats.Failure`` in its place and goes on with the next.
         non_finite: ``"error"`` or ``"zero"`` (``audio.load_audio``).
+        repeat: transcribe each file this many times (a benchmark: one timing line per run, then the medians);
+            the transcript of the last run is returned, and a run whose text differs from the first is reported.
     Returns:
         ``[(path, Transcript or Failure), ...]`` in input order.
     Raises:
         AudioError (unreadable audio) or PteModelError (a method failed, audio too long, bad context sizes),
-        unless ``keep_going``.
+        unless ``keep_going``. ValueError: ``repeat`` < 1.
     """
     from ..audio import AudioError
     from .formats import Failure
     from .pte_model import PteModelError
 
+    if repeat < 1:
+        raise ValueError(f"repeat must be at least 1, not {repeat}")
     options = options or LongFormOptions(*FILE_CONTEXT)
     results = []
     for path in paths:
-        t1 = time.perf_counter()
+        runs = []  # (transcript, wall seconds)
         try:
-            with printed_warnings(prog):
-                transcript = transcribe_file(transcriber, path, options, quiet, non_finite)
+            for _ in range(repeat):
+                t1 = time.perf_counter()
+                with printed_warnings(prog):
+                    transcript = transcribe_file(transcriber, path, options, quiet, non_finite)
+                runs.append((transcript, time.perf_counter() - t1))
+                if not quiet:
+                    run = f" (run {len(runs)}/{repeat})" if repeat > 1 else ""
+                    print(f"{path}{run}: {_timing_line(transcript, runs[-1][1])}", file=sys.stderr)
         except (AudioError, PteModelError) as exc:
             if not keep_going:
                 raise
@@ -160,24 +180,38 @@ def transcribe_files(
             print(f"{prog}: error: {message}", file=sys.stderr)
             results.append((path, Failure(message)))
             continue
-        wall = time.perf_counter() - t1
-        if not quiet:
-            stages = ", ".join(f"{k}: {v:.3f} s" for k, v in transcript.timings.items() if k != "windows")
-            windows = transcript.timings.get("windows")
-            how = f"; {windows} windows" if windows else ""
-            rtfx = transcript.audio_seconds / wall if wall > 0 else float("inf")
-            print(
-                f"{path}: {transcript.audio_seconds:.2f} s of audio{how}; {stages}; wall: {wall:.3f} s; "
-                f"RTFx {rtfx:.1f}",
-                file=sys.stderr,
-            )
-        results.append((path, transcript))
+        if repeat > 1 and not quiet:
+            print(f"{path}: median of {repeat} runs: {_median_line(runs)}", file=sys.stderr)
+        for i, (t, _) in enumerate(runs[1:], 2):
+            if t.text != runs[0][0].text:
+                print(f"{prog}: warning: {path}: run {i} gave another transcript than run 1", file=sys.stderr)
+        results.append((path, runs[-1][0]))
     return results
 
 
+def _timing_line(transcript, wall: float) -> str:
+    """``"S s of audio[; W windows]; preprocess: a s, encode: b s, decode: c s; wall: w s; RTFx r"``, as the C++
+    runner prints it (the benchmarks parse both)."""
+    stages = ", ".join(f"{k}: {v:.3f} s" for k, v in transcript.timings.items() if k != "windows")
+    windows = transcript.timings.get("windows")
+    how = f"; {windows} windows" if windows else ""
+    rtfx = transcript.audio_seconds / wall if wall > 0 else float("inf")
+    return f"{transcript.audio_seconds:.2f} s of audio{how}; {stages}; wall: {wall:.3f} s; RTFx {rtfx:.1f}"
+
+
+def _median_line(runs: list) -> str:
+    """Median stage seconds, wall seconds and RTFx of ``[(Transcript, wall seconds), ...]`` of one file."""
+    stages = {k: statistics.median(t.timings[k] for t, _ in runs) for k in runs[0][0].timings if k != "windows"}
+    wall = statistics.median(w for _, w in runs)
+    audio = runs[0][0].audio_seconds
+    rtfx = audio / wall if wall > 0 else float("inf")
+    return ", ".join(f"{k}: {v:.3f} s" for k, v in stages.items()) + f"; wall: {wall:.3f} s; RTFx {rtfx:.1f}"
+
+
 def load_transcriber(model: str | Path, tokenizer: str | Path | None = None, *, check_fingerprint: bool = True):
-    """A ``Transcriber`` over ``model`` (a .pte) and ``tokenizer`` (default: ``tokenizer.model`` next to it); prints
-    the load time to stderr. Raises ``PteModelError`` / ``TokenizerError`` naming the file at fault."""
+    """A ``Transcriber`` over ``model`` (a .pte) and ``tokenizer`` (default: ``tokenizer.model`` next to it), warmed
+    up (``SinglePassTranscriber.warm_up``); prints the load time, warm-up included, to stderr. Raises
+    ``PteModelError`` / ``TokenizerError`` naming the file at fault."""
     from ..tokenizer import Tokenizer
     from .pte_model import PteModel
     from .transcribe import Transcriber
@@ -186,12 +220,17 @@ def load_transcriber(model: str | Path, tokenizer: str | Path | None = None, *, 
     t0 = time.perf_counter()
     with printed_warnings():
         transcriber = Transcriber(PteModel(model), Tokenizer(tokenizer_path), check_fingerprint=check_fingerprint)
+        transcriber.warm_up()  # the runtime's first-call cost belongs to loading, not to the first file's timing
     print(f"load: {time.perf_counter() - t0:.3f} s", file=sys.stderr)
     return transcriber
 
 
 def _usage_error(args) -> str | None:
     live = args.stream is not None or args.mic
+    if args.repeat < 1:
+        return f"--repeat must be a positive number of runs, not {args.repeat}"
+    if args.repeat != 1 and (live or args.manifest is not None):
+        return "--repeat is for audio files; it cannot be used with --stream, --mic or --manifest"
     if args.manifest is not None or args.output is not None:
         from .manifest_cli import usage_error
 
@@ -267,7 +306,7 @@ def _transcribe(args, options: LongFormOptions, non_finite: str, live: bool) -> 
         print(f"{PROG}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     results = transcribe_files(
-        transcriber, args.audio, options, quiet=args.quiet, keep_going=True, non_finite=non_finite
+        transcriber, args.audio, options, quiet=args.quiet, keep_going=True, non_finite=non_finite, repeat=args.repeat
     )
     failed = sum(isinstance(t, Failure) for _, t in results)
     if failed < len(results):  # nothing on stdout when no file could be transcribed
