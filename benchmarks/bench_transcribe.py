@@ -202,6 +202,22 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+# The x86 features that decide which recipe is fastest: XNNPACK's int8 GEMMs use VNNI where the CPU has it.
+ISA_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_int8")
+
+
+def cpu_isa() -> list[str]:
+    """The ISA_FLAGS this CPU reports in /proc/cpuinfo (empty where there is none, e.g. macOS or Arm)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                have = set(line.split(":", 1)[1].split())
+                return [f for f in ISA_FLAGS if f in have]
+    except OSError:
+        pass
+    return []
+
+
 def dir_mb(path: Path) -> float:
     if path.is_file():
         return path.stat().st_size / 2**20
@@ -268,9 +284,10 @@ def markdown(res: dict) -> str:
         f"{res['seed']}), blank logit biased by {m.get('blank_bias', 0):.3g} to {m.get('tokens_per_s_after', 0):.2f} "
         f"tokens/s on the tuning audio. Audio: jfk.wav looped to each length. Threads: {res['threads']} for every "
         f"system. {res['runs']} timed runs (median) after 1 warm-up, interleaved across systems.",
-        f"fp32 systems token-equal to NeMo eager: **{res['fp32_agree']}**"
+        f"fp32 systems token-equal to {res.get('fp32_reference') or 'nemo-eager'}: **{res['fp32_agree']}**"
         + ("" if res["fp32_agree"] else f" (differ: {', '.join(res['fp32_disagree'])})"),
-        f"Host: {res['host']['cpu']} ({res['host']['cores']} cores), {res['host']['mem_gb']} GB.",
+        f"Host: {res['host']['cpu']} ({res['host']['cores']} cores; "
+        f"{' '.join(res['host'].get('isa', [])) or 'ISA not read'}), {res['host']['mem_gb']} GB.",
     ]
     prof = [
         "",
@@ -291,10 +308,41 @@ def markdown(res: dict) -> str:
                 f"{st.get('encode', 0):.3f} | {st.get('decode', 0):.3f} | {st.get('encode', 0) / total:.0%} | "
                 f"{kern_txt} |"
             )
-    exp = ["", "| step | wall s | peak RSS MB | rc |", "|---|---|---|---|"]
+    exp = cpp_vs_python(res) + ["", "| step | wall s | peak RSS MB | rc |", "|---|---|---|---|"]
     for k, v in res["steps"].items():
         exp.append(f"| {k} | {v['wall_s']} | {v['peak_rss_mb']} | {v['rc']} |")
     return "\n".join(lines + [""] + ["- " + n for n in notes] + (prof if len(prof) > 5 else []) + exp) + "\n"
+
+
+def cpp_vs_python(res: dict) -> list[str]:
+    """Markdown rows: the C++ runner's RTFx and encoder speed as a ratio to the Python runner's, per recipe and
+    length (the same .pte, audio and threads; > 1: the C++ runner is faster)."""
+    systems = res["systems"]
+    rows = []
+    for name, py in systems.items():
+        cpp = systems.get(name.replace("et-py:", "et-cpp:")) if name.startswith("et-py:") else None
+        if not cpp:
+            continue
+        for L in res["audio_seconds"]:
+            k = f"{L:g}"
+            r_py, r_cpp = py.get("rtfx", {}).get(k), cpp.get("rtfx", {}).get(k)
+            e_py = py.get("stages_s", {}).get(k, {}).get("encode")
+            e_cpp = cpp.get("stages_s", {}).get(k, {}).get("encode")
+            rows.append(
+                f"| {py['recipe']} | {k} | {fmt(r_py, 2)} | {fmt(r_cpp, 2)} | "
+                f"{fmt(r_cpp / r_py if r_py and r_cpp else None, 2)} | "
+                f"{fmt(e_py / e_cpp if e_py and e_cpp else None, 2)} |"
+            )
+    if not rows:
+        return []
+    return [
+        "",
+        "C++ runner against the Python runner (same .pte, audio and threads; > 1: C++ faster):",
+        "",
+        "| recipe | audio s | RTFx Python | RTFx C++ | RTFx C++ / Python | encoder s Python / C++ |",
+        "|---|---|---|---|---|---|",
+        *rows,
+    ]
 
 
 def plot(res: dict, path: Path) -> None:
@@ -548,7 +596,8 @@ def main(argv: list[str] | None = None) -> int:
         systems[name]["peak_rss_mb"] = c.peak_kb / 1024 if c.peak_kb else None
 
     # 5. agreement and RTFx
-    ref = first.get("nemo-eager") or first.get("ort-fp32") or first.get("et-py:xnnpack-fp32") or {}
+    ref_name = next((n for n in ("nemo-eager", "ort-fp32", "et-py:xnnpack-fp32") if first.get(n)), None)
+    ref = first.get(ref_name) or {}
     disagree = []
     for name, s in systems.items():
         s["rtfx"], s["tokens_per_s"], s["wall_s"] = {}, {}, walls.get(name, {})
@@ -593,10 +642,12 @@ def main(argv: list[str] | None = None) -> int:
         "model": model_info,
         "steps": steps,
         "systems": systems,
+        "fp32_reference": ref_name,
         "fp32_agree": not disagree,
         "fp32_disagree": disagree,
         "host": {
             "cpu": cpu_name(),
+            "isa": cpu_isa(),
             "cores": os.cpu_count(),
             "mem_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
         },
