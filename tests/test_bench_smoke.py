@@ -64,6 +64,11 @@ def test_bench_transcribe_tiny(tmp_path):
     assert set(stages) == {"preprocess", "encode", "decode"} and all(v > 0 for v in stages.values()), stages
     assert sum(stages.values()) <= min(systems["et-py:xnnpack-fp32"]["wall_s"]["2"]) * 1.001
     assert "| system | recipe | audio s | preprocess s | encoder s |" in md
+    assert isinstance(res["host"]["isa"], list) and res["fp32_reference"] == "nemo-eager"
+    if "et-cpp:xnnpack-fp32" in systems:  # built by the CI script before the tests
+        assert "| recipe | audio s | RTFx Python | RTFx C++ |" in md
+        ratio = systems["et-cpp:xnnpack-fp32"]["rtfx"]["2"] / systems["et-py:xnnpack-fp32"]["rtfx"]["2"]
+        assert f"| {ratio:.2f} |" in md, md
 
 
 @pytest.mark.slow
