@@ -70,11 +70,25 @@ def test_demo_command_prints_the_sample_sentence(tmp_path, capsys, monkeypatch):
     from parakeet_executorch.runtime.single_pass import SinglePassTranscriber
 
     monkeypatch.setenv("PARAKEET_CACHE_DIR", str(tmp_path / "cache"))  # the export cache, kept out of ~/.cache
-    calls = []
-    # Every mode (a file, a waveform, one window or buffered) ends in the engine's encoder call.
-    original = SinglePassTranscriber.encode
-    monkeypatch.setattr(SinglePassTranscriber, "encode", lambda self, audio: calls.append(1) or original(self, audio))
+    calls, warm_ups = [], []
+    # Every mode (a file, a waveform, one window or buffered) ends in the engine's encoder call; the runner's
+    # warm-up at load makes one more, on silence, which is not a transcription of the sample.
+    original_encode, original_warm_up = SinglePassTranscriber.encode, SinglePassTranscriber.warm_up
+
+    def encode(self, audio):
+        if not warm_ups or warm_ups[-1] == "done":
+            calls.append(1)
+        return original_encode(self, audio)
+
+    def warm_up(self, *args, **kwargs):
+        warm_ups.append("running")
+        original_warm_up(self, *args, **kwargs)
+        warm_ups[-1] = "done"
+
+    monkeypatch.setattr(SinglePassTranscriber, "encode", encode)
+    monkeypatch.setattr(SinglePassTranscriber, "warm_up", warm_up)
     assert main(["--out", str(tmp_path), "--check"]) == 0
+    assert warm_ups == ["done"], "the demo's runner warms up once, at load"
     assert len(calls) == 1, "the demo must transcribe the sample once and reuse the transcript for its checks"
     monkeypatch.undo()
     stdout = capsys.readouterr().out
