@@ -79,8 +79,8 @@ int parse_positive_int(const std::string& flag, const std::string& value) {
   return static_cast<int>(v);
 }
 
-void apply_longform_flags(Options& o, const std::map<std::string, std::string>& values,
-                          const std::set<std::string>& given) {
+void apply_numeric_flags(Options& o, const std::map<std::string, std::string>& values,
+                         const std::set<std::string>& given) {
   const std::pair<const char*, std::optional<double>*> sizes[] = {
       {"--chunk_seconds", &o.chunk_seconds},
       {"--left_context_seconds", &o.left_context_seconds},
@@ -132,10 +132,10 @@ Options parse_args(const std::vector<std::string>& args) {
   std::string data_path;
   valued["--data_path"] = &data_path;
   bool has_data_path = false;
-  std::map<std::string, std::string> longform;  // the long/live flags' values, converted after the loop
+  std::map<std::string, std::string> numeric;  // the numeric flags' values, converted after the loop
   for (const char* flag : {"--chunk_seconds", "--left_context_seconds", "--right_context_seconds", "--stream_rate",
                            "--stream_channels", "--repeat"}) {
-    valued[flag] = &longform[flag];
+    valued[flag] = &numeric[flag];
   }
   valued["--stream"] = &o.stream;
   std::set<std::string> given;
@@ -174,7 +174,7 @@ Options parse_args(const std::vector<std::string>& args) {
       o.audio_paths.push_back(value);
     }
   }
-  apply_longform_flags(o, longform, given);
+  apply_numeric_flags(o, numeric, given);
   if (o.model_path.empty()) throw UsageError("--model_path is required (see --help)");
   if (o.audio_paths.empty() && !given.count("--stream")) throw UsageError("--audio_path is required (see --help)");
   if (o.format != "text" && o.format != "json" && o.format != "jsonl") {

@@ -43,20 +43,25 @@ std::string naming(const std::string& path, const std::string& message) {
   return message.find(path) != std::string::npos ? message : path + ": " + message;
 }
 
-// "S s of audio[; W windows]; preprocess: a s, encode: b s, decode: c s; wall: w s; RTFx r", as parakeet-transcribe
-// prints it (the benchmarks parse both).
-std::string timing_line(double audio_seconds, int64_t windows, const parakeet::Timings& timings, double wall) {
+// "preprocess: a s, encode: b s, decode: c s; wall: w s; RTFx r", as parakeet-transcribe prints it (the benchmarks
+// parse both).
+std::string figures(const parakeet::Timings& timings, double audio_seconds, double wall) {
   std::string line;
   char buf[96];
-  std::snprintf(buf, sizeof buf, "%.2f s of audio", audio_seconds);
-  line = buf;
-  if (windows) line += "; " + std::to_string(windows) + " windows";
   for (size_t i = 0; i < timings.size(); ++i) {
-    std::snprintf(buf, sizeof buf, "%s%s: %.3f s", i ? ", " : "; ", timings[i].first.c_str(), timings[i].second);
+    std::snprintf(buf, sizeof buf, "%s%s: %.3f s", i ? ", " : "", timings[i].first.c_str(), timings[i].second);
     line += buf;
   }
   std::snprintf(buf, sizeof buf, "; wall: %.3f s; RTFx %.1f", wall, wall > 0 ? audio_seconds / wall : 0.0);
   return line + buf;
+}
+
+// "S s of audio[; W windows]; " and the figures of one run.
+std::string timing_line(const parakeet::Transcript& t, double wall) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f s of audio", t.audio_seconds);
+  const std::string windows = t.windows ? "; " + std::to_string(t.windows) + " windows" : "";
+  return buf + windows + "; " + figures(t.timings, t.audio_seconds, wall);
 }
 
 double median(std::vector<double> v) {
@@ -83,8 +88,7 @@ std::optional<parakeet::Transcript> transcribe_file(parakeet::Transcriber& trans
       stages.push_back(last.timings);
       if (!quiet) {
         const std::string run = repeat > 1 ? " (run " + std::to_string(i) + "/" + std::to_string(repeat) + ")" : "";
-        std::fprintf(stderr, "%s%s: %s\n", path.c_str(), run.c_str(),
-                     timing_line(last.audio_seconds, last.windows, last.timings, walls.back()).c_str());
+        std::fprintf(stderr, "%s%s: %s\n", path.c_str(), run.c_str(), timing_line(last, walls.back()).c_str());
       }
       if (i == 1) {
         first_text = last.text;
@@ -100,10 +104,8 @@ std::optional<parakeet::Transcript> transcribe_file(parakeet::Transcriber& trans
           if (k < t.size()) v.push_back(t[k].second);
         medians[k].second = median(v);
       }
-      const std::string line = timing_line(last.audio_seconds, 0, medians, median(walls));
-      // "PATH: median of N runs: stages; wall; RTFx", without the audio length that starts a run's line
       std::fprintf(stderr, "%s: median of %d runs: %s\n", path.c_str(), repeat,
-                   line.substr(line.find("; ") + 2).c_str());
+                   figures(medians, last.audio_seconds, median(walls)).c_str());
     }
     return last;
   } catch (const parakeet::AudioError& e) {

@@ -192,20 +192,23 @@ def transcribe_files(
 def _timing_line(transcript, wall: float) -> str:
     """``"S s of audio[; W windows]; preprocess: a s, encode: b s, decode: c s; wall: w s; RTFx r"``, as the C++
     runner prints it (the benchmarks parse both)."""
-    stages = ", ".join(f"{k}: {v:.3f} s" for k, v in transcript.timings.items() if k != "windows")
     windows = transcript.timings.get("windows")
     how = f"; {windows} windows" if windows else ""
-    rtfx = transcript.audio_seconds / wall if wall > 0 else float("inf")
-    return f"{transcript.audio_seconds:.2f} s of audio{how}; {stages}; wall: {wall:.3f} s; RTFx {rtfx:.1f}"
+    figures = _figures(transcript.timings, transcript.audio_seconds, wall)
+    return f"{transcript.audio_seconds:.2f} s of audio{how}; {figures}"
 
 
 def _median_line(runs: list) -> str:
-    """Median stage seconds, wall seconds and RTFx of ``[(Transcript, wall seconds), ...]`` of one file."""
+    """The figures of ``_timing_line`` as medians over ``[(Transcript, wall seconds), ...]`` of one file."""
     stages = {k: statistics.median(t.timings[k] for t, _ in runs) for k in runs[0][0].timings if k != "windows"}
-    wall = statistics.median(w for _, w in runs)
-    audio = runs[0][0].audio_seconds
-    rtfx = audio / wall if wall > 0 else float("inf")
-    return ", ".join(f"{k}: {v:.3f} s" for k, v in stages.items()) + f"; wall: {wall:.3f} s; RTFx {rtfx:.1f}"
+    return _figures(stages, runs[0][0].audio_seconds, statistics.median(w for _, w in runs))
+
+
+def _figures(timings: dict, audio_seconds: float, wall: float) -> str:
+    """``"preprocess: a s, encode: b s, decode: c s; wall: w s; RTFx r"`` (the ``windows`` count left out)."""
+    stages = ", ".join(f"{k}: {v:.3f} s" for k, v in timings.items() if k != "windows")
+    rtfx = audio_seconds / wall if wall > 0 else float("inf")
+    return f"{stages}; wall: {wall:.3f} s; RTFx {rtfx:.1f}"
 
 
 def load_transcriber(model: str | Path, tokenizer: str | Path | None = None, *, check_fingerprint: bool = True):
