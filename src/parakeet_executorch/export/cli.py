@@ -34,9 +34,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=BACKENDS, default="xnnpack", help="ExecuTorch backend (default: xnnpack)")
     p.add_argument(
         "--quantize",
-        choices=RECIPES,
+        choices=(*RECIPES, "auto"),
         default="none",
-        help="quantization recipe for encoder and decoder/joint linears (default: none)",
+        help="quantization recipe for encoder and decoder/joint linears (default: none); auto: with --backend "
+        "xnnpack, the fastest recipe for this machine's CPU (8da4w with VNNI, 8da8w on AVX2 without it)",
     )
     p.add_argument("--quantize-encoder", choices=RECIPES, help="override --quantize for the encoder")
     p.add_argument("--quantize-decoder", choices=RECIPES, help="override --quantize for decoder and joint linears")
@@ -101,16 +102,47 @@ def _print(line: str) -> None:
     print(line, flush=True)
 
 
+def resolve_cpu_recipe(args: argparse.Namespace, cpu) -> list[str]:
+    """Replace ``--quantize auto`` in ``args`` by ``cpu_recipe.recommended_cpu_recipe(cpu)``'s recipe; return the
+    lines to print (the choice and its reason, or a warning when an XNNPACK recipe was measured slower than fp32
+    on such a CPU).
+
+    Raises:
+        ValueError: ``--quantize auto`` with a backend other than xnnpack.
+    """
+    from .cpu_recipe import recommended_cpu_recipe, slow_recipe_warning
+
+    lines = []
+    if args.quantize == "auto":
+        if args.backend != "xnnpack":
+            raise ValueError(
+                f"--quantize auto picks an XNNPACK CPU recipe; with --backend {args.backend} name one "
+                "(README: Quantization)"
+            )
+        advice = recommended_cpu_recipe(cpu)
+        args.quantize = advice.recipe
+        lines.append(f"quantize auto: {advice.recipe} ({advice.reason})")
+    if args.backend == "xnnpack":
+        for recipe in dict.fromkeys(r for r in (args.quantize_encoder or args.quantize,) if r):
+            warning = slow_recipe_warning(recipe, cpu)
+            if warning:
+                lines.append(f"warning: {warning}")
+    return lines
+
+
 @quiet_cli("parakeet-export")
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from .api import export_pte
     from .backends import BackendError
+    from .cpu_recipe import host_cpu_features
     from .load import ModelLoadError
     from .output_dir import write_atomically
     from .recipes import RecipeError
 
     try:
+        for line in resolve_cpu_recipe(args, host_cpu_features()):
+            print(line, file=sys.stderr if line.startswith("warning") else sys.stdout, flush=True)
         report = export_pte(args.model, options_from_args(args), progress=_print)
         out_dir = report.output_dir
         write_atomically(out_dir / "export_report.json", (json.dumps(report.as_json(), indent=2) + "\n").encode())

@@ -1,0 +1,122 @@
+"""Which XNNPACK recipe is fastest on a CPU, from its instruction-set features (``parakeet-export --quantize auto``).
+
+XNNPACK's dynamically quantized GEMMs (8da4w: int8 activations x int4 weights; 8da8w: int8 x int8) are fast where
+the CPU has an int8 dot-product instruction (x86: AVX-512 VNNI, AVX-VNNI or AMX). Without one, the int8 x int4
+kernels lose to fp32 and the int8 x int8 ones barely win. Full-size transcription RTFx at 60 s (Python runner,
+2 threads, ``benchmarks/bench_transcribe.py``, random-weight v3-shaped model):
+
+=================================  =====  =====  =====
+CPU                                fp32   8da4w  8da8w
+=================================  =====  =====  =====
+Xeon, AVX-512 VNNI (2026-12-01)    12.27  20.26  18.41
+AMD EPYC, AVX2 + FMA, no VNNI      9.41   6.10   10.22
+=================================  =====  =====  =====
+
+So: 8da4w (the smallest .pte, 4-bit weights) where there is VNNI, 8da8w on AVX2 + FMA without it, fp32 (``none``)
+below AVX2, where neither was measured. Other architectures (arm64: XNNPACK's int8 kernels use its dot-product
+instructions) get 8da4w, ExecuTorch's usual CPU recipe, unmeasured here. The advice is for the machine that
+*runs* the .pte; a .pte exported on one machine runs on any other, only at that machine's speed.
+"""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+
+# x86 flags (as /proc/cpuinfo spells them) that give XNNPACK an int8 dot product.
+INT8_DOT_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
+
+
+@dataclass(frozen=True)
+class CpuFeatures:
+    """A CPU's architecture and instruction-set flags.
+
+    Attributes:
+        arch: ``platform.machine()`` spelling, lower case (``x86_64``, ``amd64``, ``arm64``, ``aarch64``).
+        flags: x86 feature flags as /proc/cpuinfo lists them (``avx2``, ``fma``, ``avx512_vnni``, ...); empty where
+            they are unknown (macOS, Windows, Arm).
+    """
+
+    arch: str
+    flags: frozenset[str] = frozenset()
+
+    @property
+    def is_x86(self) -> bool:
+        return self.arch in ("x86_64", "amd64", "i386", "i686", "x86")
+
+    @property
+    def int8_dot(self) -> bool:
+        """An int8 dot-product instruction XNNPACK uses (x86: one of ``INT8_DOT_FLAGS``)."""
+        return any(f in self.flags for f in INT8_DOT_FLAGS)
+
+    def describe(self) -> str:
+        """e.g. ``x86_64 with avx2, fma, avx512_vnni``."""
+        shown = [f for f in ("avx2", "fma", "avx512f", *INT8_DOT_FLAGS) if f in self.flags]
+        return f"{self.arch} with {', '.join(shown)}" if shown else self.arch
+
+
+def parse_cpuinfo(text: str, arch: str = "x86_64") -> CpuFeatures:
+    """The features in a Linux /proc/cpuinfo text (the first ``flags`` line; x86 only has one)."""
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return CpuFeatures(arch, frozenset(line.split(":", 1)[1].split()))
+    return CpuFeatures(arch)
+
+
+def host_cpu_features() -> CpuFeatures:
+    """This machine's CPU: /proc/cpuinfo's flags on Linux, the architecture alone elsewhere."""
+    arch = platform.machine().lower() or "unknown"
+    try:
+        return parse_cpuinfo(Path("/proc/cpuinfo").read_text(), arch)
+    except OSError:
+        return CpuFeatures(arch)
+
+
+@dataclass(frozen=True)
+class CpuRecipeAdvice:
+    """The XNNPACK recipe to use on a CPU, and why.
+
+    Attributes:
+        recipe: a ``--quantize`` name (``8da4w``, ``8da8w`` or ``none``).
+        reason: one line naming the CPU features and the measurement behind the choice.
+        measured: whether a CPU of this kind was benchmarked (module docstring's table).
+    """
+
+    recipe: str
+    reason: str
+    measured: bool
+
+
+def recommended_cpu_recipe(cpu: CpuFeatures) -> CpuRecipeAdvice:
+    """The fastest XNNPACK recipe for ``cpu`` that is never slower than fp32 where measured (module docstring)."""
+    what = cpu.describe()
+    if not cpu.is_x86:
+        return CpuRecipeAdvice(
+            "8da4w", f"{what}: XNNPACK's int8 dot-product kernels; not benchmarked on this architecture", False
+        )
+    if cpu.int8_dot:
+        return CpuRecipeAdvice(
+            "8da4w", f"{what}: int8 dot products (VNNI), 8da4w measured 1.65x fp32 and 1.10x 8da8w on such a CPU", True
+        )
+    if "avx2" in cpu.flags and "fma" in cpu.flags:
+        return CpuRecipeAdvice(
+            "8da8w",
+            f"{what}, no VNNI: 8da8w measured 1.09x fp32 on such a CPU, and 8da4w 0.65x (slower than fp32)",
+            True,
+        )
+    return CpuRecipeAdvice(
+        "none", f"{what}, no AVX2: XNNPACK's int8 recipes were not measured on such a CPU; fp32 is safe", False
+    )
+
+
+def slow_recipe_warning(recipe: str, cpu: CpuFeatures) -> str | None:
+    """A one-line warning when ``recipe`` was measured slower than fp32 on a CPU like ``cpu`` (8da4w without
+    VNNI on x86), naming the faster choice; None otherwise."""
+    if recipe != "8da4w" or not cpu.is_x86 or cpu.int8_dot:
+        return None
+    better = recommended_cpu_recipe(cpu).recipe
+    return (
+        f"this CPU ({cpu.describe()}) has no VNNI: 8da4w ran at 0.65x fp32's speed on such a CPU; "
+        f"--quantize {better} (or auto) is faster here, and the .pte is fine for CPUs with VNNI"
+    )

@@ -1,0 +1,97 @@
+"""``parakeet-export --quantize auto``: the XNNPACK recipe follows the CPU's int8 dot-product support, and a recipe
+that was measured slower than fp32 on the host's kind of CPU gets a warning naming the faster one.
+
+The expected choices are the measured table of ``export/cpu_recipe.py``'s docstring (issue: fastest CPU recipe per
+ISA): with VNNI 8da4w beat 8da8w and fp32; on AVX2 + FMA without VNNI 8da4w was slower than fp32 and 8da8w faster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from parakeet_executorch.export import cli as export_cli
+from parakeet_executorch.export.cpu_recipe import (
+    CpuFeatures,
+    host_cpu_features,
+    parse_cpuinfo,
+    recommended_cpu_recipe,
+    slow_recipe_warning,
+)
+
+XEON_VNNI = CpuFeatures("x86_64", frozenset({"sse2", "avx2", "fma", "avx512f", "avx512_vnni"}))
+ALDER_LAKE = CpuFeatures("x86_64", frozenset({"avx2", "fma", "avx_vnni"}))
+EPYC_AVX2 = CpuFeatures("x86_64", frozenset({"sse2", "avx", "avx2", "fma"}))
+OLD_X86 = CpuFeatures("x86_64", frozenset({"sse2", "sse4_2", "avx"}))
+APPLE = CpuFeatures("arm64")
+
+
+@pytest.mark.parametrize(
+    "cpu, recipe, measured",
+    [
+        (XEON_VNNI, "8da4w", True),
+        (ALDER_LAKE, "8da4w", True),
+        (EPYC_AVX2, "8da8w", True),
+        (OLD_X86, "none", False),
+        (APPLE, "8da4w", False),
+    ],
+)
+def test_recipe_follows_int8_dot_support(cpu, recipe, measured):
+    advice = recommended_cpu_recipe(cpu)
+    assert (advice.recipe, advice.measured) == (recipe, measured)
+    assert cpu.arch in advice.reason
+
+
+def test_8da4w_without_vnni_is_warned_about_and_others_are_not():
+    warning = slow_recipe_warning("8da4w", EPYC_AVX2)
+    assert warning and "no VNNI" in warning and "--quantize 8da8w" in warning
+    assert slow_recipe_warning("8da4w", XEON_VNNI) is None
+    assert slow_recipe_warning("8da8w", EPYC_AVX2) is None
+    assert slow_recipe_warning("8da4w", APPLE) is None  # not measured there: no claim either way
+
+
+def test_cpuinfo_flags_are_read():
+    text = "processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse2 avx2 fma avx512f avx512_vnni\n\nprocessor\t: 1"
+    cpu = parse_cpuinfo(text)
+    assert cpu.int8_dot and {"avx2", "fma"} <= cpu.flags
+    assert parse_cpuinfo("processor : 0\n").flags == frozenset()
+    host = host_cpu_features()  # whatever this machine is, it must describe itself
+    assert host.arch and host.describe().startswith(host.arch)
+
+
+def _args(**kw):
+    base = dict(quantize="auto", quantize_encoder=None, backend="xnnpack")
+    base.update(kw)
+    return argparse.Namespace(**base)
+
+
+def test_auto_resolves_per_cpu_and_is_refused_off_xnnpack():
+    args = _args()
+    lines = export_cli.resolve_cpu_recipe(args, EPYC_AVX2)
+    assert args.quantize == "8da8w" and lines[0].startswith("quantize auto: 8da8w (")
+    args = _args()
+    export_cli.resolve_cpu_recipe(args, XEON_VNNI)
+    assert args.quantize == "8da4w"
+    with pytest.raises(ValueError, match="--backend metal"):
+        export_cli.resolve_cpu_recipe(_args(backend="metal"), XEON_VNNI)
+    lines = export_cli.resolve_cpu_recipe(_args(quantize="none", quantize_encoder="8da4w"), EPYC_AVX2)
+    assert len(lines) == 1 and lines[0].startswith("warning: ") and "8da8w" in lines[0]
+    assert export_cli.resolve_cpu_recipe(_args(quantize="8da4w", backend="portable"), EPYC_AVX2) == []
+
+
+def test_auto_with_another_backend_exits_2_before_loading(tmp_path, capsys):
+    assert export_cli.main(["--model", str(tmp_path / "x.nemo"), "--backend", "mlx", "--quantize", "auto"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--quantize auto" in err
+
+
+def test_export_auto_on_an_avx2_cpu_writes_an_8da8w_pte(tiny_nemo, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr("parakeet_executorch.export.cpu_recipe.host_cpu_features", lambda: EPYC_AVX2)
+    out = tmp_path / "auto"
+    assert export_cli.main(["--model", str(tiny_nemo), "--quantize", "auto", "--output-dir", str(out)]) == 0
+    assert "quantize auto: 8da8w" in capsys.readouterr().out
+    report = json.loads((out / "export_report.json").read_text())
+    assert report["parts"]["encoder"]["recipe"] == "8da8w"
+    assert (out / "model.pte").stat().st_size > 0
