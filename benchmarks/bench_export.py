@@ -57,15 +57,17 @@ def host() -> str:
     """CPU model, the SIMD extensions that decide XNNPACK's kernels, cores and memory."""
     import platform
 
-    cpu, flags = platform.processor() or platform.machine(), set()
+    from parakeet_executorch.export.cpu_recipe import host_cpu_features
+
+    cpu = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name") and cpu in ("", platform.machine()):
                 cpu = line.split(":", 1)[1].strip()
-            elif line.startswith("flags") and not flags:
-                flags = set(line.split(":", 1)[1].split())
+                break
     except OSError:
         pass
+    flags = host_cpu_features().flags
     isa = [f for f in ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8") if f in flags]
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     return f"{cpu}, {os.cpu_count()} cores ({', '.join(isa) or 'no AVX2'}), {mem:.1f} GiB"

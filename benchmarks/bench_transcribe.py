@@ -216,14 +216,10 @@ ISA_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16",
 
 def cpu_isa() -> list[str]:
     """The ISA_FLAGS this CPU reports in /proc/cpuinfo (empty where there is none, e.g. macOS or Arm)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                have = set(line.split(":", 1)[1].split())
-                return [f for f in ISA_FLAGS if f in have]
-    except OSError:
-        pass
-    return []
+    from parakeet_executorch.export.cpu_recipe import host_cpu_features
+
+    have = host_cpu_features().flags
+    return [f for f in ISA_FLAGS if f in have]
 
 
 def dir_mb(path: Path) -> float:

@@ -122,11 +122,11 @@ def resolve_cpu_recipe(args: argparse.Namespace, cpu) -> list[str]:
         advice = recommended_cpu_recipe(cpu)
         args.quantize = advice.recipe
         lines.append(f"quantize auto: {advice.recipe} ({advice.reason})")
-    if args.backend == "xnnpack":
-        for recipe in dict.fromkeys(r for r in (args.quantize_encoder or args.quantize,) if r):
-            warning = slow_recipe_warning(recipe, cpu)
-            if warning:
-                lines.append(f"warning: {warning}")
+    recipe = args.quantize_encoder or args.quantize
+    if args.backend == "xnnpack" and recipe:
+        warning = slow_recipe_warning(recipe, cpu)
+        if warning:
+            lines.append(f"warning: {warning}")
     return lines
 
 
