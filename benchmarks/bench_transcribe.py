@@ -228,14 +228,16 @@ def dir_mb(path: Path) -> float:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20
 
 
-def write_audio(out: Path, seconds_list: list[float]) -> dict[float, tuple[Path, Path]]:
+def write_audio(out: Path, seconds_list: list[float], speech_path: Path = JFK) -> dict[float, tuple[Path, Path]]:
+    """``speech_path`` (any rate, mixed to mono at 16 kHz) looped or cut to each length in ``seconds_list``;
+    returns ``{seconds: (npy, wav)}``, float32 samples in [-1, 1]."""
     import numpy as np
     import soundfile as sf
 
     sys.path.insert(0, str(REPO / "src"))
     from parakeet_executorch.audio import load_audio
 
-    speech = load_audio(JFK, 16000)
+    speech = load_audio(speech_path, 16000)
     files = {}
     for s in seconds_list:
         a = np.resize(speech, int(round(s * 16000))).astype(np.float32)  # real speech, looped to the length
@@ -284,9 +286,15 @@ def markdown(res: dict) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     m = res["model"]
     notes = [
-        f"Model: `{res['size']}` random-weight Parakeet TDT ({m.get('parameters', 0) / 1e6:.1f} M parameters, seed "
+        (
+            f"Model: `{Path(res['model_path']).name}`"
+            if res.get("model_path")
+            else f"Model: `{res['size']}` random-weight Parakeet TDT"
+        )
+        + f" ({m.get('parameters', 0) / 1e6:.1f} M parameters, seed "
         f"{res['seed']}), blank logit biased by {m.get('blank_bias', 0):.3g} to {m.get('tokens_per_s_after', 0):.2f} "
-        f"tokens/s on the tuning audio. Audio: jfk.wav looped to each length. Threads: {res['threads']} for every "
+        f"tokens/s on the tuning audio. Audio: {res.get('speech', 'jfk.wav')} looped or cut to each length. "
+        f"Threads: {res['threads']} for every "
         f"system. {res['runs']} timed runs (median) after 1 warm-up, interleaved across systems.",
         f"fp32 systems token-equal to {res.get('fp32_reference') or 'nemo-eager'}: **{res['fp32_agree']}**"
         + ("" if res["fp32_agree"] else f" (differ: {', '.join(res['fp32_disagree'])})"),
@@ -402,6 +410,7 @@ def main(argv: list[str] | None = None) -> int:
         help="token rate for --blank-bias auto (real English speech: ~3 tokens/s)",
     )
     ap.add_argument("--model", type=Path, help="use this .nemo instead of building one (still biased)")
+    ap.add_argument("--speech", type=Path, default=JFK, help="audio looped or cut to each length (default: jfk.wav)")
     ap.add_argument("--no-cpp", action="store_true", help="skip the C++ runner")
     ap.add_argument("--no-ort", action="store_true", help="skip ONNX Runtime")
     ap.add_argument("--no-nemo", action="store_true", help="skip NeMo eager")
@@ -418,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
         f"C++ runner: ExecuTorch's default threadpool",
         flush=True,
     )
-    audio = write_audio(out, lengths)
+    audio = write_audio(out, lengths, args.speech)
 
     # 1. model, biased to a realistic token rate
     steps: dict[str, dict] = {}
@@ -639,6 +648,8 @@ def main(argv: list[str] | None = None) -> int:
     res = {
         "size": args.size,
         "seed": args.seed,
+        "model_path": str(args.model) if args.model else None,
+        "speech": args.speech.name,
         "audio_seconds": lengths,
         "runs": args.runs,
         "threads": args.threads,
