@@ -62,12 +62,37 @@ class NemoSystem:
         torch.set_num_threads(threads)
         self.model = ASRModel.restore_from(nemo, map_location="cpu")
         self.model.eval()
+        # The seconds inside NeMo's preprocessor and encoder modules during transcribe(), from forward hooks: the
+        # encoder alone can then be set against the other systems' encoders.
+        self._spent: dict[str, float] = {}
+        self._started: dict[str, float] = {}
+        for stage, module in (("preprocess", self.model.preprocessor), ("encode", self.model.encoder)):
+            module.register_forward_pre_hook(self._start_hook(stage))
+            module.register_forward_hook(self._stop_hook(stage))
+
+    def _start_hook(self, stage):
+        def hook(module, args):
+            self._started[stage] = time.perf_counter()
+
+        return hook
+
+    def _stop_hook(self, stage):
+        def hook(module, args, output):
+            self._spent[stage] = self._spent.get(stage, 0.0) + time.perf_counter() - self._started[stage]
+
+        return hook
 
     def run(self, audio):
         import torch
 
+        self._spent = {}
+        t0 = time.perf_counter()
         with torch.inference_mode():
             hyps = self.model.transcribe([audio], batch_size=1, return_hypotheses=True, verbose=False)
+        wall = time.perf_counter() - t0
+        pre, enc = self._spent.get("preprocess", 0.0), self._spent.get("encode", 0.0)
+        # "decode": the rest of transcribe(), NeMo's greedy TDT decoding and its per-call data loading
+        self.last_stages = {"preprocess": pre, "encode": enc, "decode": wall - pre - enc}
         hyp = hyps[0][0] if isinstance(hyps, tuple) else hyps[0]
         seq = hyp.y_sequence
         return [int(t) for t in (seq.tolist() if hasattr(seq, "tolist") else seq)]
@@ -106,7 +131,9 @@ class OrtSystem:
         self.model = OrtTdt(onnx_dir, variant, threads)
 
     def run(self, audio):
-        return self.model.transcribe(audio)
+        tokens = self.model.transcribe(audio)
+        self.last_stages = dict(self.model.last_stages)
+        return tokens
 
 
 def serve(kind: str, args: list[str]) -> int:

@@ -128,10 +128,11 @@ class CppSystem:
     ``--repeat 2``: the first run at the file's own length, as each Python worker has run once at it, and the
     second, timed); one pass; timings parsed from its stderr."""
 
-    def __init__(self, name: str, pte_dir: Path, log: Path):
+    def __init__(self, name: str, pte_dir: Path, log: Path, threads: int):
         self.name = name
         self.pte_dir = pte_dir
         self.log = log
+        self.threads = threads
         self.loads: list[float] = []
         self.peak_kb = 0
 
@@ -152,6 +153,8 @@ class CppSystem:
             # workers have paid that at this length in their warm-up, so the C++ runner pays it in an untimed run.
             "--repeat",
             "2",
+            "--threads",
+            str(self.threads),
         ]
         import tempfile
 
@@ -256,6 +259,37 @@ def fmt(x, nd=1):
     return "—" if x is None else f"{x:.{nd}f}"
 
 
+def export_bound_s(lengths: list[float]) -> float:
+    """The .pte files' --max-audio-seconds for a run over ``lengths`` (seconds)."""
+    return max(60.0, max(lengths) + 1)
+
+
+def reuse_exports(src: Path, out: Path, args) -> tuple[dict, dict, Path]:
+    """The steps record, model report and biased .nemo of the earlier run in ``src``, its ``pte/`` and ``onnx/``
+    folders linked into ``out``.
+
+    Raises:
+        ValueError: ``src`` holds no finished run, or one of another size, another export bound or without one of
+            ``args.recipes``.
+    """
+    report = src / "results.json"
+    if not report.is_file():
+        raise ValueError(f"{src} holds no finished run (no results.json); run bench_transcribe --out {src} first")
+    prev = json.loads(report.read_text())
+    if prev["size"] != args.size or prev.get("model_path") != (str(args.model) if args.model else None):
+        raise ValueError(f"{src} was run on another model ({prev.get('model_path') or prev['size']})")
+    if export_bound_s(prev["audio_seconds"]) != export_bound_s(sorted(args.audio_seconds)):
+        raise ValueError(f"{src}'s .pte files were exported for other lengths ({prev['audio_seconds']} s)")
+    missing = [r for r in args.recipes if not (src / "pte" / r / "model.pte").is_file()]
+    if missing:
+        raise ValueError(f"{src} has no export of {', '.join(missing)}; run it with these --recipes first")
+    for name in ("pte", "onnx"):
+        link = out / name
+        if (src / name).is_dir() and not link.exists():
+            link.symlink_to((src / name).resolve())
+    return prev["steps"], json.loads((src / "model.json").read_text()), src / f"bench_{args.size}.nemo"
+
+
 def markdown(res: dict) -> str:
     lengths = res["audio_seconds"]
     last = f"{lengths[-1]:g}"
@@ -303,8 +337,10 @@ def markdown(res: dict) -> str:
     ]
     prof = [
         "",
-        "Where the time goes (ExecuTorch runners, median seconds per stage: preprocessor method, encoder "
-        "method, greedy TDT loop of decoder_step + joint calls):",
+        "Where the time goes (median seconds per stage. ExecuTorch: preprocessor method, encoder method, greedy "
+        "TDT loop of decoder_step + joint calls; ONNX Runtime: numpy front end, encoder session, greedy loop over "
+        "decoder_joint; NeMo: its preprocessor and encoder modules, timed by forward hooks, and the rest of "
+        "transcribe(), its greedy decoding with its per-call data loading, as the decoder loop):",
         "",
         "| system | recipe | audio s | preprocess s | encoder s | decoder loop s | encoder share | "
         "fpa_lowbit kernel s (share of encoder) |",
@@ -320,10 +356,44 @@ def markdown(res: dict) -> str:
                 f"{st.get('encode', 0):.3f} | {st.get('decode', 0):.3f} | {st.get('encode', 0) / total:.0%} | "
                 f"{kern_txt} |"
             )
-    exp = cpp_vs_python(res) + ["", "| step | wall s | peak RSS MB | rc |", "|---|---|---|---|"]
+    exp = encoder_alone(res) + cpp_vs_python(res) + ["", "| step | wall s | peak RSS MB | rc |", "|---|---|---|---|"]
     for k, v in res["steps"].items():
         exp.append(f"| {k} | {v['wall_s']} | {v['peak_rss_mb']} | {v['rc']} |")
     return "\n".join(lines + [""] + ["- " + n for n in notes] + (prof if len(prof) > 5 else []) + exp) + "\n"
+
+
+def encoder_alone(res: dict) -> list[str]:
+    """Markdown rows: each ExecuTorch system's encoder seconds against NeMo's and ONNX Runtime int8's on the same
+    audio (median of the timed runs; > 1: ExecuTorch's encoder is faster). The encoder does the same work in every
+    system whatever tokens follow, so this comparison does not depend on the token rates."""
+    systems = res["systems"]
+
+    def enc(name: str, k: str) -> float | None:
+        return systems.get(name, {}).get("stages_s", {}).get(k, {}).get("encode")
+
+    rows = []
+    for name, s in systems.items():
+        if not name.startswith("et-"):
+            continue
+        for L in res["audio_seconds"]:
+            k = f"{L:g}"
+            e, e_nemo, e_int8 = enc(name, k), enc("nemo-eager", k), enc("ort-int8", k)
+            if e is None:
+                continue
+            rows.append(
+                f"| {s['system']} | {s['recipe']} | {k} | {e:.3f} | {fmt(e_nemo, 3)} | {fmt(e_int8, 3)} | "
+                f"{fmt(e_nemo / e if e_nemo else None, 2)} | {fmt(e_int8 / e if e_int8 else None, 2)} |"
+            )
+    if not rows:
+        return []
+    return [
+        "",
+        "Encoder alone (median seconds; × > 1: the ExecuTorch encoder is faster):",
+        "",
+        "| system | recipe | audio s | encoder s | NeMo encoder s | ORT int8 encoder s | × NeMo | × ORT int8 |",
+        "|---|---|---|---|---|---|---|---|",
+        *rows,
+    ]
 
 
 def cpp_vs_python(res: dict) -> list[str]:
@@ -411,6 +481,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--model", type=Path, help="use this .nemo instead of building one (still biased)")
     ap.add_argument("--speech", type=Path, default=JFK, help="audio looped or cut to each length (default: jfk.wav)")
+    ap.add_argument(
+        "--exports-from",
+        type=Path,
+        metavar="DIR",
+        help="reuse the biased model, .pte files and ONNX models of an earlier run's --out DIR (same --size, "
+        "--recipes and lengths); only the systems are timed again, e.g. at another --threads",
+    )
     ap.add_argument("--no-cpp", action="store_true", help="skip the C++ runner")
     ap.add_argument("--no-ort", action="store_true", help="skip ONNX Runtime")
     ap.add_argument("--no-nemo", action="store_true", help="skip NeMo eager")
@@ -423,87 +500,102 @@ def main(argv: list[str] | None = None) -> int:
     lengths = sorted(args.audio_seconds)
     t_start = time.perf_counter()
     print(
-        f"threads: {args.threads} (torch, ExecuTorch threadpool, onnxruntime intra-op); "
-        f"C++ runner: ExecuTorch's default threadpool",
+        f"threads: {args.threads} (torch, ExecuTorch's thread pool in both runners, onnxruntime intra-op)",
         flush=True,
     )
     audio = write_audio(out, lengths, args.speech)
 
-    # 1. model, biased to a realistic token rate
-    steps: dict[str, dict] = {}
-    # Without --model, the prepare step builds the model exactly as parakeet-make-test-model --size --seed does
-    # (its build_model), in the same process as the bias tuning (one NeMo import instead of two).
-    base = str(args.model) if args.model else f"build:{args.size}:{args.seed}"
-    nemo = out / f"bench_{args.size}.nemo"
-    tune_audio = audio[min(lengths, key=lambda s: abs(s - 10.0))][0]
-    steps.update(
-        run_steps(
-            [
-                (
-                    "build + bias blank",
-                    [
-                        sys.executable,
-                        str(WORKER),
-                        "prepare",
-                        base,
-                        str(nemo),
-                        str(tune_audio),
-                        str(args.target_tokens_per_second),
-                        str(args.blank_bias),
-                        str(out / "model.json"),
-                    ],
-                    logs / "prepare.log",
-                )
-            ],
-            1,
-        )
-    )
-    if steps["build + bias blank"]["rc"] != 0:
-        print(f"model preparation failed; see {logs}", file=sys.stderr)
-        return 1
-    model_info = json.loads((out / "model.json").read_text())
-
-    # 2. exports, each in its own process
-    from _bench_worker import export_step
-
-    from parakeet_executorch.export.api import ExportOptions
-
-    max_s = max(60.0, lengths[-1] + 1)
-    export_steps = []
-    for r in args.recipes:
-        backend, q = RECIPES[r]
-        cmd = export_step(
-            nemo, ExportOptions(backend=backend, quantize=q, max_audio_seconds=max_s, output_dir=out / "pte" / r)
-        )
-        export_steps.append((f"export {r}", cmd, logs / f"export_{r}.log"))
-    if not args.no_ort:
-        export_steps.append(
-            (
-                "onnx export",
-                [sys.executable, str(WORKER), "onnx-export", str(nemo), str(out / "onnx" / "fp32"), str(tune_audio)],
-                logs / "onnx_export.log",
-            )
-        )
-    steps.update(run_steps(export_steps, args.jobs))
-    if not args.no_ort and steps["onnx export"]["rc"] == 0:
+    if args.exports_from:
+        src = args.exports_from
+        try:
+            steps, model_info, nemo = reuse_exports(src, out, args)
+        except ValueError as exc:
+            print(f"bench_transcribe: error: {exc}", file=sys.stderr)
+            return 2
+        tune_audio = audio[min(lengths, key=lambda s: abs(s - 10.0))][0]
+    else:
+        # 1. model, biased to a realistic token rate
+        steps: dict[str, dict] = {}
+        # Without --model, the prepare step builds the model exactly as parakeet-make-test-model --size --seed does
+        # (its build_model), in the same process as the bias tuning (one NeMo import instead of two).
+        base = str(args.model) if args.model else f"build:{args.size}:{args.seed}"
+        nemo = out / f"bench_{args.size}.nemo"
+        tune_audio = audio[min(lengths, key=lambda s: abs(s - 10.0))][0]
         steps.update(
             run_steps(
                 [
                     (
-                        "onnx int8 quantize",
+                        "build + bias blank",
                         [
                             sys.executable,
                             str(WORKER),
-                            "onnx-quantize",
-                            str(out / "onnx" / "fp32"),
-                            str(out / "onnx" / "int8"),
+                            "prepare",
+                            base,
+                            str(nemo),
+                            str(tune_audio),
+                            str(args.target_tokens_per_second),
+                            str(args.blank_bias),
+                            str(out / "model.json"),
                         ],
-                        logs / "onnx_quantize.log",
+                        logs / "prepare.log",
                     )
                 ],
                 1,
             )
         )
+        if steps["build + bias blank"]["rc"] != 0:
+            print(f"model preparation failed; see {logs}", file=sys.stderr)
+            return 1
+        model_info = json.loads((out / "model.json").read_text())
+
+        # 2. exports, each in its own process
+        from _bench_worker import export_step
+
+        from parakeet_executorch.export.api import ExportOptions
+
+        max_s = export_bound_s(lengths)
+        export_steps = []
+        for r in args.recipes:
+            backend, q = RECIPES[r]
+            cmd = export_step(
+                nemo, ExportOptions(backend=backend, quantize=q, max_audio_seconds=max_s, output_dir=out / "pte" / r)
+            )
+            export_steps.append((f"export {r}", cmd, logs / f"export_{r}.log"))
+        if not args.no_ort:
+            export_steps.append(
+                (
+                    "onnx export",
+                    [
+                        sys.executable,
+                        str(WORKER),
+                        "onnx-export",
+                        str(nemo),
+                        str(out / "onnx" / "fp32"),
+                        str(tune_audio),
+                    ],
+                    logs / "onnx_export.log",
+                )
+            )
+        steps.update(run_steps(export_steps, args.jobs))
+        if not args.no_ort and steps["onnx export"]["rc"] == 0:
+            steps.update(
+                run_steps(
+                    [
+                        (
+                            "onnx int8 quantize",
+                            [
+                                sys.executable,
+                                str(WORKER),
+                                "onnx-quantize",
+                                str(out / "onnx" / "fp32"),
+                                str(out / "onnx" / "int8"),
+                            ],
+                            logs / "onnx_quantize.log",
+                        )
+                    ],
+                    1,
+                )
+            )
 
     # 3. systems
     systems: dict[str, dict] = {}
@@ -555,7 +647,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         if not args.no_cpp and CPP_RUNNER.exists():
             systems[f"et-cpp:{r}"] = {"system": "ExecuTorch (C++ runner)", **common}
-            cpp[f"et-cpp:{r}"] = CppSystem(f"et-cpp:{r}", d, logs / f"cpp_{r}.log")
+            cpp[f"et-cpp:{r}"] = CppSystem(f"et-cpp:{r}", d, logs / f"cpp_{r}.log", args.threads)
     if not args.no_cpp and not CPP_RUNNER.exists():
         print(f"C++ runner not built ({CPP_RUNNER}); build with bash .ci/scripts/build_parakeet_runner.sh", flush=True)
     for name, w in list(workers.items()):

@@ -9,6 +9,7 @@ No torch import here: the process's peak RSS is onnxruntime's.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -58,13 +59,17 @@ class OrtTdt:
         self.encoder = ort.InferenceSession(str(d / "encoder-model.onnx"), opts, providers=providers)
         self.decoder = ort.InferenceSession(str(d / "decoder_joint-model.onnx"), opts, providers=providers)
         self.variant = variant
+        self.last_stages: dict[str, float] = {}
 
     def transcribe(self, audio: np.ndarray) -> list[int]:
         from parakeet_executorch.decoding.tdt_greedy import greedy_tdt_decode
 
         m = self.meta
+        t0 = time.perf_counter()
         features, valid = featurize(audio, self.window, self.fb, m)
+        t1 = time.perf_counter()
         enc, enc_len = self.encoder.run(None, {"audio_signal": features, "length": np.array([valid], np.int64)})
+        t2 = time.perf_counter()
         num_frames = int(enc_len[0])
         shape = (m["pred_layers"], 1, m["pred_hidden"])
         zeros = (np.zeros(shape, np.float32), np.zeros(shape, np.float32))
@@ -96,4 +101,6 @@ class OrtTdt:
             return int(logits[:-n_dur].argmax()), int(logits[-n_dur:].argmax())
 
         tokens = greedy_tdt_decode(num_frames, joint, predict, None, m["blank_id"], m["durations"], m["max_symbols"])
+        # seconds of the last call: numpy front end, encoder session, greedy loop over decoder_joint
+        self.last_stages = {"preprocess": t1 - t0, "encode": t2 - t1, "decode": time.perf_counter() - t2}
         return [t.id for t in tokens]

@@ -1,6 +1,6 @@
-"""Smoke test of benchmarks/bench_transcribe.py at tiny size: it runs end to end, writes its three
-outputs, and the fp32 systems (NeMo eager, ONNX Runtime fp32, ExecuTorch fp32 via the Python and C++ runners)
-produce the same tokens. No timing assertions."""
+"""Smoke test of benchmarks/bench_transcribe.py, through bench_threads.py at 2 and then 1 threads, at tiny size:
+it runs end to end, writes its outputs, and the fp32 systems (NeMo eager, ONNX Runtime fp32, ExecuTorch fp32 via
+the Python and C++ runners) produce the same tokens. No timing assertions."""
 
 from __future__ import annotations
 
@@ -19,13 +19,20 @@ REPO = Path(__file__).resolve().parents[1]
 def test_bench_transcribe_tiny(tmp_path):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("matplotlib")
-    out = tmp_path / "bench"
+    root = tmp_path / "bench"
+    out = root / "threads_2"
     env = dict(os.environ, PYTHONPATH=str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    # One xnnpack fp32 recipe keeps this under 3 minutes on 2 cores (the export dominates); --jobs 2 overlaps it
-    # with NeMo's ONNX export.
+    # One xnnpack fp32 recipe keeps this under 4 minutes on 2 cores (the export dominates); --jobs 2 overlaps it
+    # with NeMo's ONNX export. bench_threads runs it at 2 threads, then times the same exports at 1.
     cmd = [
         sys.executable,
-        str(REPO / "benchmarks" / "bench_transcribe.py"),
+        str(REPO / "benchmarks" / "bench_threads.py"),
+        "--out",
+        str(root),
+        "--threads",
+        "2",
+        "1",
+        "--",
         "--size",
         "tiny",
         "--audio-seconds",
@@ -36,8 +43,6 @@ def test_bench_transcribe_tiny(tmp_path):
         "2",
         "--recipes",
         "xnnpack-fp32",
-        "--out",
-        str(out),
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -69,6 +74,26 @@ def test_bench_transcribe_tiny(tmp_path):
         assert "| recipe | audio s | RTFx Python | RTFx C++ |" in md
         ratio = systems["et-cpp:xnnpack-fp32"]["rtfx"]["2"] / systems["et-py:xnnpack-fp32"]["rtfx"]["2"]
         assert f"| {ratio:.2f} |" in md, md
+    # NeMo's and ONNX Runtime's encoders are timed too, so the encoders can be compared alone
+    for name in ("nemo-eager", "ort-fp32", "ort-int8"):
+        st = systems[name]["stages_s"]["2"]
+        assert st["encode"] > 0 and st["preprocess"] > 0, (name, st)
+        assert st["encode"] + st["preprocess"] <= min(systems[name]["wall_s"]["2"]) * 1.001, (name, st)
+    e = systems["et-py:xnnpack-fp32"]["stages_s"]["2"]["encode"]
+    assert f"| {systems['nemo-eager']['stages_s']['2']['encode'] / e:.2f} |" in md, md
+
+    # the second count reused the first one's exports and timed every system again at 1 thread
+    one = json.loads((root / "threads_1" / "results.json").read_text())
+    assert one["threads"] == 1 and one["steps"] == res["steps"], one["steps"]
+    assert (root / "threads_1" / "pte").is_symlink()
+    assert set(one["systems"]) == set(systems) and one["fp32_agree"], one["fp32_disagree"]
+    if "et-cpp:xnnpack-fp32" in systems:
+        log = (root / "threads_1" / "logs" / "cpp_xnnpack-fp32.log").read_text()
+        assert "1 CPU threads" in log and "2 CPU threads" not in log, log[-2000:]
+    sc = json.loads((root / "scaling.json").read_text())
+    row = sc["rows"]["et-py:xnnpack-fp32@2"]
+    assert abs(row["rtfx_ratio"]["2"] - systems["et-py:xnnpack-fp32"]["rtfx"]["2"] / row["rtfx"]["1"]) < 1e-9
+    assert "| RTFx 2 / 1 |" in (root / "scaling.md").read_text()
 
 
 @pytest.mark.slow

@@ -344,6 +344,9 @@ def test_tokenizer_file_that_is_not_sentencepiece(runner, exported_xnnpack, tmp_
         (["--model_path", "m.pte", "--audio_path", "a.wav", "--repeat", "-2"], "--repeat must be a positive number"),
         (["--model_path", "m.pte", "--audio_path", "a.wav", "--repeat", "two"], "--repeat must be a whole number"),
         (["--model_path", "m.pte", "--stream", "-", "--repeat", "2"], "--repeat is for audio files"),
+        (["--model_path", "m.pte", "--audio_path", "a.wav", "--threads", "0"], "--threads must be between 1 and"),
+        (["--model_path", "m.pte", "--audio_path", "a.wav", "--threads", "5000"], "--threads must be between 1 and"),
+        (["--model_path", "m.pte", "--audio_path", "a.wav", "--threads", "two"], "--threads must be a whole number"),
     ],
 )
 def test_bad_arguments(runner, args, fragment):
@@ -853,3 +856,13 @@ def test_repeat_times_each_run_and_prints_the_transcript_once(runner, exported_x
     assert code == 0, err
     assert out == cpp_cli(runner, exported_xnnpack, long, [*SMALL_CONTEXT, "--quiet"])[1]
     assert "median of" not in err and "(run " not in err, "--quiet prints no timings"
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_threads_sets_the_pool_and_keeps_the_transcript(runner, exported_xnnpack, jfk_path, threads):
+    default = run_runner(runner, exported_xnnpack, jfk_path, "--format", "json")
+    assert default.returncode == 0, default.stderr
+    proc = run_runner(runner, exported_xnnpack, jfk_path, "--format", "json", "--threads", str(threads))
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(rf"load: [0-9.]+ s, {threads} CPU threads\n", proc.stderr), proc.stderr
+    assert json.loads(proc.stdout) == json.loads(default.stdout)

@@ -15,7 +15,7 @@ std::string usage() {
          "                       [--timestamps none|token|word|segment|all] [--format text|json|jsonl]\n"
          "                       [--zero_non_finite] [--ignore_tokenizer_fingerprint] [--verbose] [--quiet]\n"
          "                       [--chunk_seconds S] [--left_context_seconds S] [--right_context_seconds S]\n"
-         "                       [--repeat N]\n"
+         "                       [--repeat N] [--threads N]\n"
          "       parakeet_runner --model_path model.pte --stream - [--stream_rate HZ] [--stream_channels N]\n"
          "                       [--format text|jsonl] [--partial] [context flags as above]\n"
          "\n"
@@ -36,6 +36,7 @@ std::string usage() {
          "  --format jsonl    one JSON object per line: per file, or per decoded chunk with --stream\n"
          "  --repeat N        benchmark: transcribe each file N times in this process (warm after load), one\n"
          "                    timing line per run and the medians on stderr; the transcript is printed once\n"
+         "  --threads N       CPU threads for the model (ExecuTorch's thread pool; default: one per core)\n"
          "\n"
          "Long audio: a file longer than one window (left + chunk + right context) is read block by block and\n"
          "decoded with buffered left | chunk | right decoding, in flat memory.\n"
@@ -93,6 +94,12 @@ void apply_numeric_flags(Options& o, const std::map<std::string, std::string>& v
     o.repeat = parse_positive_int("--repeat", values.at("--repeat"));
     if (o.repeat < 1) throw UsageError("--repeat must be a positive number of runs, not " + values.at("--repeat"));
   }
+  if (given.count("--threads")) {
+    o.threads = parse_positive_int("--threads", values.at("--threads"));
+    if (o.threads < 1 || o.threads > 1024) {
+      throw UsageError("--threads must be between 1 and 1024, not " + values.at("--threads"));
+    }
+  }
   if (given.count("--stream_channels")) {
     o.stream_channels = parse_positive_int("--stream_channels", values.at("--stream_channels"));
   }
@@ -134,7 +141,7 @@ Options parse_args(const std::vector<std::string>& args) {
   bool has_data_path = false;
   std::map<std::string, std::string> numeric;  // the numeric flags' values, converted after the loop
   for (const char* flag : {"--chunk_seconds", "--left_context_seconds", "--right_context_seconds", "--stream_rate",
-                           "--stream_channels", "--repeat"}) {
+                           "--stream_channels", "--repeat", "--threads"}) {
     valued[flag] = &numeric[flag];
   }
   valued["--stream"] = &o.stream;

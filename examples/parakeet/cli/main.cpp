@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../runner/audio.h"
+#include "../runner/cpu_threads.h"
 #include "../runner/errors.h"
 #include "../runner/formats.h"
 #include "../runner/live.h"
@@ -124,12 +125,18 @@ std::optional<parakeet::Transcript> transcribe_file(parakeet::Transcriber& trans
 int run(const parakeet::cli::Options& opt) {
   using clock = std::chrono::steady_clock;
   parakeet::set_runtime_logging(opt.verbose);
+  if (opt.threads > 0) parakeet::set_cpu_threads(opt.threads);  // before the first method runs on the pool
   const auto t0 = clock::now();
   parakeet::PteModel model(opt.model_path, opt.data_path);
   parakeet::Tokenizer tokenizer(opt.tokenizer_path);
   parakeet::Transcriber transcriber(model, tokenizer, !opt.ignore_tokenizer_fingerprint, warn);
   transcriber.warm_up();  // the runtime's first-call cost belongs to loading, not to the first file's timing
-  std::fprintf(stderr, "load: %.3f s\n", std::chrono::duration<double>(clock::now() - t0).count());
+  const double load_s = std::chrono::duration<double>(clock::now() - t0).count();
+  if (const int threads = parakeet::cpu_threads(); threads > 0) {
+    std::fprintf(stderr, "load: %.3f s, %d CPU threads\n", load_s, threads);
+  } else {
+    std::fprintf(stderr, "load: %.3f s\n", load_s);
+  }
 
   if (!opt.stream.empty()) {
     return parakeet::run_live(

@@ -22,6 +22,7 @@ from ..library_log import VERBOSE_HELP, quiet_cli
 from .cli_warnings import PROG, printed_warnings
 from .formats import LEVELS
 from .longform import FILE_CONTEXT, LIVE_CONTEXT, LongFormOptions, transcribe_file
+from .threads import MAX_THREADS, cpu_threads
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,6 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="benchmark: transcribe each file N times in this process (warm after load), one timing line per run "
         "and the medians on stderr; the transcript is printed once",
+    )
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="CPU threads for the model (ExecuTorch's thread pool; default: one per core)",
     )
     p.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     m = p.add_argument_group("manifest mode (a corpus, resumable)")
@@ -224,7 +232,8 @@ def load_transcriber(model: str | Path, tokenizer: str | Path | None = None, *, 
     with printed_warnings():
         transcriber = Transcriber(PteModel(model), Tokenizer(tokenizer_path), check_fingerprint=check_fingerprint)
         transcriber.warm_up()  # the runtime's first-call cost belongs to loading, not to the first file's timing
-    print(f"load: {time.perf_counter() - t0:.3f} s", file=sys.stderr)
+    threads = cpu_threads()
+    print(f"load: {time.perf_counter() - t0:.3f} s" + (f", {threads} CPU threads" if threads else ""), file=sys.stderr)
     return transcriber
 
 
@@ -234,6 +243,13 @@ def _usage_error(args) -> str | None:
         return f"--repeat must be a positive number of runs, not {args.repeat}"
     if args.repeat != 1 and (live or args.manifest is not None):
         return "--repeat is for audio files; it cannot be used with --stream, --mic or --manifest"
+    if args.threads is not None and not 1 <= args.threads <= MAX_THREADS:
+        return f"--threads must be between 1 and {MAX_THREADS}, not {args.threads}"
+    if args.threads is not None and args.manifest is not None:
+        return (
+            "--threads is for audio files and live audio; in manifest mode each of the --workers runs on "
+            "cores / workers threads"
+        )
     if args.manifest is not None or args.output is not None:
         from .manifest_cli import usage_error
 
@@ -279,10 +295,21 @@ def main(argv: list[str] | None = None) -> int:
     # (2 cores: a 625 x 1024 x 1024 linear in an XNNPACK .pte takes 10.2 ms beside them, 6.4 ms without).
     torch_threads = torch.get_num_threads()
     torch.set_num_threads(1)
+    from .threads import ThreadsError, set_cpu_threads
+
+    pool_threads = cpu_threads() if args.threads is not None else None
     try:
+        if args.threads is not None:
+            set_cpu_threads(args.threads)
         return _transcribe(args, options, non_finite, live)
+    except ThreadsError as exc:
+        print(f"{PROG}: error: --threads: {exc}", file=sys.stderr)
+        return 2
     finally:
-        torch.set_num_threads(torch_threads)  # main() called in-process leaves torch as it found it
+        # main() called in-process leaves torch, and ExecuTorch's pool, as it found them
+        torch.set_num_threads(torch_threads)
+        if pool_threads is not None:
+            set_cpu_threads(pool_threads)
 
 
 def _transcribe(args, options: LongFormOptions, non_finite: str, live: bool) -> int:

@@ -96,16 +96,17 @@ def init_worker(
 def limit_threads(threads: int) -> None:
     """Run this process on ``threads`` CPU threads: torch's intra-op pool, and ExecuTorch's threadpool, on which
     the XNNPACK delegate runs and which starts with one thread per core of the machine (N workers, or N Ray actors
-    on one node, would each take every core). Writes ExecuTorch's runtime log lines to ``sys.stderr``."""
+    on one node, would each take every core).
+
+    Raises:
+        ThreadsError: this ExecuTorch cannot resize its pool (see ``threads.set_cpu_threads``).
+    """
     import torch
 
-    torch.set_num_threads(threads)
-    from executorch.extension.pybindings import portable_lib
+    from .threads import set_cpu_threads
 
-    count = getattr(portable_lib, "_threadpool_get_thread_count", None)
-    reset = getattr(portable_lib, "_unsafe_reset_threadpool", None)  # safe here: nothing runs on the pool yet
-    if count is not None and reset is not None and count() != threads:
-        reset(threads)
+    torch.set_num_threads(threads)
+    set_cpu_threads(threads)
 
 
 def _exit_with_parent(parent: int) -> None:

@@ -1,0 +1,46 @@
+"""The number of CPU threads a transcription runs on.
+
+Every CPU method of a .pte runs on ExecuTorch's one thread pool: the XNNPACK delegates, the optimized portable
+kernels and fpa_lowbit's fpa4w kernels (which size their own pool by it). The pool starts with one thread per core
+of the machine. The C++ runner sets the same pool (``runner/cpu_threads.cpp``).
+"""
+
+from __future__ import annotations
+
+# More threads than this is a typo, not a machine: each one is an OS thread the pool starts at once.
+MAX_THREADS = 1024
+
+
+class ThreadsError(RuntimeError):
+    """The thread count cannot be set: a bad count, or an ExecuTorch without a resizable thread pool."""
+
+
+def cpu_threads() -> int | None:
+    """ExecuTorch's thread-pool size now, or None when this ExecuTorch's Python bindings cannot report it."""
+    from executorch.extension.pybindings import portable_lib
+
+    count = getattr(portable_lib, "_threadpool_get_thread_count", None)
+    return None if count is None else int(count())
+
+
+def set_cpu_threads(threads: int) -> None:
+    """Resize ExecuTorch's CPU thread pool to ``threads`` threads (ExecuTorch's
+    ``extension/threadpool``'s ``_unsafe_reset_threadpool``).
+
+    Call it before the first method runs, or between runs: resizing while a method runs on the pool is unsafe,
+    which is why ExecuTorch names it so. torch's own intra-op pool is left alone (the runners keep it at one thread).
+
+    Raises:
+        ThreadsError: ``threads`` is outside 1..``MAX_THREADS``, or this ExecuTorch's bindings have no resizable pool.
+    """
+    if not 1 <= threads <= MAX_THREADS:
+        raise ThreadsError(f"the thread count must be between 1 and {MAX_THREADS}, not {threads}")
+    from executorch.extension.pybindings import portable_lib
+
+    reset = getattr(portable_lib, "_unsafe_reset_threadpool", None)
+    if reset is None:
+        raise ThreadsError(
+            "this ExecuTorch's Python bindings cannot resize the thread pool; leave the thread count at its default"
+        )
+    if cpu_threads() != threads:
+        reset(threads)
