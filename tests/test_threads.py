@@ -47,3 +47,15 @@ def test_set_cpu_threads_refuses_a_bad_count():
     with pytest.raises(ThreadsError, match="between 1 and"):
         set_cpu_threads(0)
     assert cpu_threads() == before
+
+
+def test_public_api_sets_the_pool():
+    import parakeet_executorch as pe
+
+    before = cpu_threads()
+    try:
+        pe.set_cpu_threads(1)
+        assert cpu_threads() == 1
+    finally:
+        pe.set_cpu_threads(before)
+    assert cpu_threads() == before

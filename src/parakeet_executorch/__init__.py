@@ -8,6 +8,8 @@ Transcription (needs only the .pte and its tokenizer, no NeMo):
 >>> result.text, [(w.text, w.start, w.end) for w in result.words]  # doctest: +SKIP
 >>> pe.transcribe("out/model.pte", "speech.wav").text   # doctest: +SKIP
 
+CPU threads (ExecuTorch's thread pool, default one per core): ``pe.set_cpu_threads(4)`` before transcribing.
+
 Export (needs NeMo): ``pe.export_pte("model.nemo", pe.ExportOptions(quantize="8da4w", output_dir="out"))``.
 
 Importing the package imports nothing heavy; each name below loads its module when first used.
@@ -25,6 +27,7 @@ __all__ = [
     "Transcript",
     "export_pte",
     "load_model",
+    "set_cpu_threads",
     "transcribe",
 ]
 
@@ -35,6 +38,7 @@ _LAZY = {
     "ExportOptions": "export.api",
     "export_pte": "export.api",
     "ExportReport": "export.report",
+    "set_cpu_threads": "runtime.threads",
 }
 
 
