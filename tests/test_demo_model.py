@@ -113,9 +113,9 @@ def test_demo_refuses_a_missing_model(tmp_path, capsys):
 
 
 def test_training_runs_on_cpu(tmp_path):
-    """Three steps of the tiny size on the v2 corpus through the CPU TDT loss; the .nemo loads and its log is
-    complete. No long clips: one 30 s clip makes the CPU loss take a minute (the long-clip plan is tested in
-    test_demo_corpus.py)."""
+    """Three steps of the tiny size on the v2 corpus through the CPU TDT loss, half the utterances VTLP-warped;
+    the .nemo loads and its log is complete. No long clips: one 30 s clip makes the CPU loss take a minute (the
+    long-clip plan is tested in test_demo_corpus.py)."""
     from nemo.collections.asr.models import ASRModel
 
     from parakeet_executorch.training.train import main
@@ -148,12 +148,15 @@ def test_training_runs_on_cpu(tmp_path):
                 "3",
                 "--workers",
                 "2",
+                "--vtlp",
+                "0.5",
             ]
         )
         == 0
     )
     log = json.loads(out.with_name("t.nemo.train.json").read_text())
     assert log["steps"] == 3 and log["device"] == "cpu" and np.isfinite(log["history"][-1]["loss"])
+    assert log["args"]["vtlp"] == 0.5
     assert log["corpus"] == "v2" and log["data"]["clips"] == 24 and log["data"]["long_clips"] == 0
     assert set(log["data"]["hours_by_synth"]) == {"espeak", "flite"}
     assert log["sample"]["text"] == (DEMO_DIR / "sample.txt").read_text().strip()

@@ -7,8 +7,9 @@ joint with durations [0..4]) and a SentencePiece BPE tokenizer trained on the co
 Synthesis runs on a
 pool of processes, one per core. Each step runs NeMo's own modules: ``model.forward`` (preprocessor, SpecAugment,
 encoder), the prediction network, the joint, and the TDT loss: NeMo's numba loss on CUDA, or
-``training/tdt_loss.py`` (the same value) on a CPU, where NeMo's TDT losses do not run. Batches are clips of
-similar length, at most ``--batch-size`` clips and ``--batch-seconds`` of padded audio.
+``training/tdt_loss.py`` (the same value) on a CPU, where NeMo's TDT losses do not run. With ``--vtlp P`` a share
+P of the utterances has its features warped between preprocessor and SpecAugment (``training/vtlp.py``). Batches
+are clips of similar length, at most ``--batch-size`` clips and ``--batch-seconds`` of padded audio.
 
 Writes the ``.nemo`` atomically and ``OUT.train.json`` beside it: arguments, seed, device, steps, wall time,
 synthesizer versions, data statistics, loss and dev WER history, and the transcript of the shipped sample clip.
@@ -177,6 +178,7 @@ def train(args) -> dict:
 
     from ..testing.tokenizer_corpus import train_tokenizer
     from .tdt_loss import tdt_loss
+    from .vtlp import VtlpRecipe, draw_alphas, mel_band_centres_hz, warp_features
 
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -240,6 +242,14 @@ def train(args) -> dict:
         durations = list(model.cfg.model_defaults.tdt_durations)
         sigma = float(model.cfg.loss.tdt_kwargs.get("sigma", 0.0))
         blank = model.decoder.blank_idx
+        # VTLP draws from a generator of its own, so that batches and other draws match a run without it.
+        vtlp = VtlpRecipe(p=args.vtlp)
+        vtlp_rng = random.Random(args.seed + 1_000_003)
+        pre = model.cfg.preprocessor
+        sample_rate = int(pre.get("sample_rate", 16000))
+        mel_centres = mel_band_centres_hz(
+            int(pre.get("features", 128)), sample_rate, float(pre.get("lowfreq", 0.0) or 0.0), pre.get("highfreq")
+        )
         lengths = [len(a) for a in audio]
         max_samples = int(args.batch_seconds * 16000)
         model.train()
@@ -260,7 +270,13 @@ def train(args) -> dict:
             for g in opt.param_groups:
                 g["lr"] = lr
             try:
-                enc, enc_len = model.forward(input_signal=signal, input_signal_length=sig_len)
+                if vtlp.p > 0:
+                    feats, feat_len = model.preprocessor(input_signal=signal, length=sig_len)
+                    alphas = draw_alphas(vtlp_rng, len(idx), vtlp)
+                    feats = warp_features(feats, alphas, mel_centres, sample_rate / 2)
+                    enc, enc_len = model.forward(processed_signal=feats, processed_signal_length=feat_len)
+                else:
+                    enc, enc_len = model.forward(input_signal=signal, input_signal_length=sig_len)
                 dec, _, _ = model.decoder(targets=tgt, target_length=tgt_len)
                 joint = model.joint(encoder_outputs=enc, decoder_outputs=dec)
                 if use_nemo_loss:
@@ -362,6 +378,12 @@ def main(argv: list[str] | None = None) -> int:
         default=0.0,
         help="share of the training clips sped up or slowed down by 0.85-1.15x, formants with them (augment.py)",
     )
+    p.add_argument(
+        "--vtlp",
+        type=float,
+        default=0.0,
+        help="share of the training batches' utterances whose mel features are warped by VTLP, alpha 0.9-1.1 (vtlp.py)",
+    )
     p.add_argument("--workers", type=int, default=None, help="synthesis processes (default: one per core)")
     p.add_argument("--dev-utterances", type=int, default=200, help="held-out-voice clips for the dev WER")
     p.add_argument("--vocab-size", type=int, default=None, help="SentencePiece BPE pieces (default: the size's)")
@@ -401,6 +423,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--mixed-voice-fraction must be in [0, 1], got {args.mixed_voice_fraction}")
     if not 0 <= args.speed_perturb <= 1:
         p.error(f"--speed-perturb must be in [0, 1], got {args.speed_perturb}")
+    if not 0 <= args.vtlp <= 1:
+        p.error(f"--vtlp must be in [0, 1], got {args.vtlp}")
     if args.vocab_size is None:
         args.vocab_size = SIZES[args.size].vocab_size
     from .synth import SynthError
