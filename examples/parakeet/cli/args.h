@@ -26,7 +26,7 @@ struct Options {
   int stream_channels = 1;
   bool partial = false;
   bool quiet = false;
-  int repeat = 1;  // benchmark: transcribe each file this many times in one process
+  int repeat = 1;   // benchmark: transcribe each file this many times in one process
   int threads = 0;  // CPU threads (ExecuTorch's thread pool); 0: its default, one per core
 };
 
