@@ -103,7 +103,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pte", type=Path, help="an exported folder (model.pte, tokenizer.model) instead of exporting")
     p.add_argument("--one-voice", metavar="SYNTH:NAME", help="the recording from set (b)'s sentences by this voice")
     p.add_argument("--minutes", type=float, default=10.0, help="--one-voice: least length of the recording")
+    p.add_argument(
+        "--contexts",
+        nargs="+",
+        metavar="L:C:R",
+        help="left:chunk:right seconds to measure (default: the file default, two middle and two low-latency ones)",
+    )
     args = p.parse_args(argv)
+    try:
+        contexts = [tuple(float(x) for x in c.split(":")) for c in args.contexts] if args.contexts else CONTEXTS
+    except ValueError:
+        p.error("--contexts takes left:chunk:right in seconds, e.g. 4:48:4")
+    if any(len(c) != 3 for c in contexts):
+        p.error("--contexts takes left:chunk:right in seconds, e.g. 4:48:4")
 
     from parakeet_executorch.audio import load_audio
     from parakeet_executorch.runtime.longform import LongFormOptions, transcribe_file
@@ -147,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         "contexts": [],
     }
     print(f"{len(rows)} clips, {recording_s / 60:.1f} min; clip by clip: WER {100 * wer_clips:.2f} %", flush=True)
-    for left, chunk, right in CONTEXTS:
+    for left, chunk, right in contexts:
         t0 = time.perf_counter()
         transcript = transcribe_file(transcriber, sets["long_path"], LongFormOptions(left, chunk, right), quiet=True)
         run_s = time.perf_counter() - t0

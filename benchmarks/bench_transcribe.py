@@ -146,7 +146,7 @@ class CppSystem:
             "--audio_path",
             str(wav),
             # One pass, the work the Python runner's decode_tokens does: by default the runner decodes audio longer
-            # than its 56 s window (4 + 48 + 4 s) buffered, in two full windows at 60 s, twice the encoder's work.
+            # than one window buffered, in overlapping windows, more encoder work than one pass.
             "--chunk_seconds",
             "0",
             # XNNPACK sizes its workspace and reshapes each delegate on the first call at a new length; the Python

@@ -498,7 +498,7 @@ def test_long_file_default_contexts_match_python(runner, exported_xnnpack, trans
         code, cpp_out, cpp_err = cpp_cli(runner, exported_xnnpack, long_clips[clip], args)
         assert code == 0, cpp_err
         assert cpp_out == python_cli(transcriber_xnnpack, long_clips[clip], args)[1]
-        assert "; 2 windows;" in cpp_err  # 4 | 48 | 4 s over 68 s
+        assert "; 2 windows;" in cpp_err  # 4 | 54 | 2 s over 68 s
     quiet = cpp_cli(runner, exported_xnnpack, long_clips["16k"], ["--quiet", *SMALL_CONTEXT])
     assert quiet[0] == 0 and quiet[2].splitlines()[1:] == []  # the load time only
 
@@ -866,3 +866,22 @@ def test_threads_sets_the_pool_and_keeps_the_transcript(runner, exported_xnnpack
     assert proc.returncode == 0, proc.stderr
     assert re.search(rf"load: [0-9.]+ s, {threads} CPU threads\n", proc.stderr), proc.stderr
     assert json.loads(proc.stdout) == json.loads(default.stdout)
+
+
+@pytest.mark.slow
+def test_default_contexts_on_a_pte_with_a_smaller_bound(runner, tiny_nemo, export_root, long_clips):
+    """With --max-audio-seconds 20 the default chunk is 14 s in both runners (5 windows over 68 s, the same JSON),
+    and contexts that leave no room for a chunk are the same one-line error."""
+    folder = export_tiny(tiny_nemo, export_root, "xnnpack", "--max-audio-seconds", "20")
+    transcriber = make_transcriber(folder)
+    code, cpp_out, cpp_err = cpp_cli(runner, folder, long_clips["16k"], ["--format", "json"])
+    assert code == 0, cpp_err
+    py_code, py_out, py_err = python_cli(transcriber, long_clips["16k"], ["--format", "json"])
+    assert py_code == 0 and cpp_out == py_out
+    assert "68.22 s of audio; 5 windows;" in cpp_err and "68.22 s of audio; 5 windows;" in py_err
+    args = ["--left_context_seconds", "10", "--right_context_seconds", "10"]
+    code, cpp_out, cpp_err = cpp_cli(runner, folder, long_clips["16k"], args)
+    py_code, py_out, py_err = python_cli(transcriber, long_clips["16k"], args)
+    assert code == py_code == 2 and cpp_out == py_out == ""
+    assert "leaves no chunk beside 10 s of left and 10 s of right context" in cpp_err.splitlines()[-1]
+    assert cpp_err.splitlines()[-1].split("error: ", 1)[1] == py_err.splitlines()[-1].split("error: ", 1)[1]

@@ -196,3 +196,37 @@ def test_cli_usage_errors(exported_xnnpack, long_wav):
     one_pass = cli("--model", model, str(long_wav), "--chunk-seconds", "0")
     assert one_pass.returncode == 2 and "supports up to 60.00 s in one pass" in one_pass.stderr.decode()
     assert one_pass.stdout == b""
+
+
+@pytest.fixture(scope="module")
+def exported_20s(tiny_nemo, export_root):
+    """The tiny model exported for windows of at most 20 s (a smaller memory plan than the default 60 s)."""
+    return export_tiny(tiny_nemo, export_root, "xnnpack", "--max-audio-seconds", "20")
+
+
+def test_default_chunk_fills_the_bound(transcriber_xnnpack, exported_20s):
+    from parakeet_executorch.runtime.longform import FILE_CONTEXT, LongFormOptions
+
+    default = LongFormOptions(*FILE_CONTEXT)
+    meta60 = transcriber_xnnpack.model.metadata
+    meta20 = make_transcriber(exported_20s).model.metadata
+    assert default.for_model(meta60) == LongFormOptions(4.0, 54.0, 2.0)
+    assert default.for_model(meta20) == LongFormOptions(4.0, 14.0, 2.0)
+    explicit = LongFormOptions(4.0, 8.0, 4.0)
+    assert explicit.for_model(meta20) is explicit  # a chunk given is kept
+    with pytest.raises(ValueError, match="for_model"):
+        _ = default.window_seconds
+    with pytest.raises(ContextError, match="at most 20.00 s, which leaves no chunk beside 10 s of left and 10 s"):
+        LongFormOptions(10.0, None, 10.0).for_model(meta20)
+
+
+def test_default_contexts_work_on_a_pte_with_a_smaller_bound(exported_20s, long_jfk):
+    """A .pte exported with --max-audio-seconds 20 decodes a 68 s file with the defaults in 20 s windows, as the
+    explicit 4 | 14 | 2 s; with the old fixed 56 s window it was refused."""
+    from parakeet_executorch.runtime.longform import FILE_CONTEXT, LongFormOptions
+
+    transcriber = make_transcriber(exported_20s)
+    default = transcriber.transcribe(long_jfk, long_form=LongFormOptions(*FILE_CONTEXT))
+    explicit, decoder = raw_tokens(transcriber, long_jfk, ContextSize(50, 175, 25), decode_partial_frame=True)
+    assert [(t.id, t.start_offset) for t in default.tokens] == explicit
+    assert decoder.num_windows == 5 and len(explicit) > 50

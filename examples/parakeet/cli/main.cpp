@@ -146,7 +146,7 @@ int run(const parakeet::cli::Options& opt) {
   }
   const auto options =
       parakeet::resolve_context(opt.left_context_seconds, opt.chunk_seconds, opt.right_context_seconds, /*live=*/false);
-  if (options.chunk_seconds != 0) parakeet::context_frames(transcriber, options);  // bad sizes fail before any file
+  if (options.chunk_seconds != 0.0) parakeet::context_frames(transcriber, options);  // bad sizes fail before any file
   parakeet::LoadOptions load_options;
   load_options.non_finite = opt.zero_non_finite ? parakeet::NonFinite::kZero : parakeet::NonFinite::kRefuse;
   load_options.warn = warn;

@@ -47,17 +47,35 @@ class ProgressBar {
 
 }  // namespace
 
+LongFormOptions LongFormOptions::for_model(const ModelMetadata& meta) const {
+  if (chunk_seconds) return *this;
+  const double bound = static_cast<double>(meta.max_audio_samples) / static_cast<double>(meta.sample_rate);
+  const double chunk = bound - left_context_seconds - right_context_seconds;
+  if (!(chunk >= meta.window_stride * static_cast<double>(meta.subsampling_factor))) {
+    char text[256];
+    std::snprintf(text, sizeof text,
+                  "this model.pte takes windows of at most %.2f s, which leaves no chunk beside %g s of left and %g s "
+                  "of right context; pass smaller context sizes, or re-export with a larger --max-audio-seconds",
+                  bound, left_context_seconds, right_context_seconds);
+    throw ContextError(text);
+  }
+  LongFormOptions filled = *this;
+  filled.chunk_seconds = chunk;
+  return filled;
+}
+
 LongFormOptions resolve_context(std::optional<double> left, std::optional<double> chunk, std::optional<double> right,
                                 bool live) {
   const LongFormOptions d = live ? kLiveContext : kFileContext;
-  return {left.value_or(d.left_context_seconds), chunk.value_or(d.chunk_seconds),
+  return {left.value_or(d.left_context_seconds), chunk ? chunk : d.chunk_seconds,
           right.value_or(d.right_context_seconds)};
 }
 
-ContextSize context_frames(Transcriber& transcriber, const LongFormOptions& options) {
+ContextSize context_frames(Transcriber& transcriber, const LongFormOptions& unfilled) {
   const auto& meta = transcriber.metadata();
+  const LongFormOptions options = unfilled.for_model(meta);
   const ContextSize context =
-      ContextSize::from_seconds(options.left_context_seconds, options.chunk_seconds, options.right_context_seconds,
+      ContextSize::from_seconds(options.left_context_seconds, *options.chunk_seconds, options.right_context_seconds,
                                 meta.window_stride, meta.subsampling_factor);
   BufferedDecoder check(transcriber, context);  // checks the window against the .pte's bound
   return context;
@@ -66,10 +84,11 @@ ContextSize context_frames(Transcriber& transcriber, const LongFormOptions& opti
 Transcript transcribe_file(Transcriber& transcriber, const std::string& path, const LongFormOptions& options,
                            bool quiet, const LoadOptions& load) {
   const int64_t rate = transcriber.metadata().sample_rate;
-  if (options.chunk_seconds == 0) return transcriber.transcribe(load_audio(path, rate, load));
-  const ContextSize context = context_frames(transcriber, options);
+  if (options.chunk_seconds == 0.0) return transcriber.transcribe(load_audio(path, rate, load));
+  const LongFormOptions filled = options.for_model(transcriber.metadata());
+  const ContextSize context = context_frames(transcriber, filled);
   FileBlockReader reader(path, rate, load);
-  if (reader.info().seconds() <= options.window_seconds()) {
+  if (reader.info().seconds() <= filled.window_seconds()) {
     return transcriber.transcribe(load_audio(path, rate, load));
   }
   std::optional<ProgressBar> bar;

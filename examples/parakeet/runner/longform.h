@@ -12,17 +12,24 @@
 
 namespace parakeet {
 
-// Buffered decoding sizes in seconds; chunk_seconds == 0 means one pass only (audio past the .pte's bound fails).
+// Buffered decoding sizes in seconds; chunk_seconds == 0 means one pass only (audio past the .pte's bound fails), no
+// value means as long as the .pte's bound allows beside the two contexts (for_model).
 struct LongFormOptions {
   double left_context_seconds = 0.0;
-  double chunk_seconds = 0.0;
+  std::optional<double> chunk_seconds = 0.0;
   double right_context_seconds = 0.0;
-  double window_seconds() const { return left_context_seconds + chunk_seconds + right_context_seconds; }
+  // left + chunk + right; throws std::bad_optional_access while the chunk is unset (for_model sets it).
+  double window_seconds() const { return left_context_seconds + chunk_seconds.value() + right_context_seconds; }
+  // These sizes with an unset chunk filled for the .pte of `meta`: its bound (max_audio_samples / sample_rate
+  // seconds) less both contexts, rounded down to whole encoder frames later like every size. Throws ContextError
+  // when the contexts leave no encoder frame for the chunk. Mirrors longform.py's LongFormOptions.for_model.
+  LongFormOptions for_model(const ModelMetadata& meta) const;
 };
 
-// Files: measured on the full-size model, a 56 s window within the .pte's default 60 s bound decodes 48 s per
-// encoder call. Live audio: NeMo's streaming defaults (latency = chunk + right context = 3.2 s).
-constexpr LongFormOptions kFileContext{4.0, 48.0, 4.0};
+// Files: 4 s of left and 2 s of right context and the chunk as long as the .pte's bound allows (54 s in the default
+// 60 s bound; a .pte exported for shorter windows works with the defaults). Live audio: NeMo's streaming defaults
+// (latency = chunk + right context = 3.2 s). The same as longform.py's FILE_CONTEXT and LIVE_CONTEXT.
+constexpr LongFormOptions kFileContext{4.0, std::nullopt, 2.0};
 constexpr LongFormOptions kLiveContext{10.0, 1.6, 1.6};
 
 // The command line's sizes, with the file or live defaults where a flag is absent.

@@ -98,7 +98,8 @@ def add_context_flags(group, live: bool = True) -> None:
     the help)."""
 
     def default(i: int) -> str:
-        return f"default {FILE_CONTEXT[i]:g}" + (f"; live {LIVE_CONTEXT[i]:g}" if live else "")
+        file = "the .pte's bound less both contexts" if FILE_CONTEXT[i] is None else f"{FILE_CONTEXT[i]:g}"
+        return f"default {file}" + (f"; live {LIVE_CONTEXT[i]:g}" if live else "")
 
     group.add_argument(
         "--chunk-seconds",
@@ -328,7 +329,7 @@ def _transcribe(args, options: LongFormOptions, non_finite: str, live: bool) -> 
             from .live import run_live
 
             return run_live(transcriber, args, options, timestamps)
-        if options.chunk_seconds:
+        if options.chunk_seconds != 0:
             from .longform import context_frames
 
             context_frames(transcriber, options)  # bad context sizes fail once, before any file

@@ -4,34 +4,63 @@ disk (``buffered.py``), with the context sizes of the command line."""
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .buffered import BufferedDecoder, ContextSize, transcribe_buffered
+from .buffered import BufferedDecoder, ContextError, ContextSize, transcribe_buffered
 
-# Defaults measured on the full-size model (benchmarks/bench_longform.py): a 56 s window, within the .pte's default
-# 60 s bound, decodes 48 s per encoder call.
-FILE_CONTEXT = (4.0, 48.0, 4.0)
+# Files: 4 s of left and 2 s of right context, and the chunk (None) as long as the .pte's bound allows: 54 s in the
+# default 60 s bound, so that the contexts cost 6 s of encoder work per 54 s decoded, and a .pte exported with a
+# smaller --max-audio-seconds (a smaller memory plan) works with the defaults, in windows of its own bound.
+# benchmarks/bench_longform.py (speed) and bench_longform_accuracy.py (WER on the demo model) measured the choice.
+FILE_CONTEXT = (4.0, None, 2.0)
 # Live audio: NeMo's streaming defaults (theoretical latency = chunk + right context = 3.2 s).
 LIVE_CONTEXT = (10.0, 1.6, 1.6)
 
 
 @dataclass(frozen=True)
 class LongFormOptions:
-    """Buffered decoding sizes in seconds; ``chunk_seconds == 0`` means one pass only (audio past the bound fails)."""
+    """Buffered decoding sizes in seconds. ``chunk_seconds == 0`` means one pass only (audio past the bound fails);
+    ``None`` means as long as the .pte's bound allows beside the two contexts (``for_model``)."""
 
     left_context_seconds: float
-    chunk_seconds: float
+    chunk_seconds: float | None
     right_context_seconds: float
 
     @property
     def window_seconds(self) -> float:
+        """left + chunk + right; ValueError while the chunk is unset (``for_model`` sets it)."""
+        if self.chunk_seconds is None:
+            raise ValueError("the chunk fills the .pte's bound: call for_model(metadata) first")
         return self.left_context_seconds + self.chunk_seconds + self.right_context_seconds
+
+    def for_model(self, meta) -> LongFormOptions:
+        """These sizes with an unset chunk filled for the .pte whose ``ModelMetadata`` is ``meta``: its bound
+        (``max_audio_samples / sample_rate`` seconds) less both contexts. Like every size it is rounded down to whole
+        encoder frames later (``ContextSize.from_seconds``), so the window never exceeds the bound.
+
+        Raises:
+            ContextError: the contexts leave no encoder frame for the chunk.
+        """
+        if self.chunk_seconds is not None:
+            return self
+        bound = meta.max_audio_samples / meta.sample_rate
+        chunk = bound - self.left_context_seconds - self.right_context_seconds
+        if not chunk >= meta.window_stride * meta.subsampling_factor:
+            raise ContextError(
+                f"this model.pte takes windows of at most {bound:.2f} s, which leaves no chunk beside "
+                f"{self.left_context_seconds:g} s of left and {self.right_context_seconds:g} s of right context; pass "
+                "smaller context sizes, or re-export with a larger --max-audio-seconds"
+            )
+        return replace(self, chunk_seconds=chunk)
 
 
 def context_frames(transcriber, options: LongFormOptions):
-    """``ContextSize`` in encoder frames for ``options``; raises ``ContextError`` for sizes the .pte cannot take."""
+    """``ContextSize`` in encoder frames for ``options`` (an unset chunk filled by ``for_model``); raises
+    ``ContextError`` for sizes the .pte cannot take."""
     meta = transcriber.model.metadata
+    options = options.for_model(meta)
+    assert options.chunk_seconds is not None  # for_model fills it
     context = ContextSize.from_seconds(
         options.left_context_seconds,
         options.chunk_seconds,
@@ -65,6 +94,7 @@ def transcribe_file(
     rate = transcriber.model.metadata.sample_rate
     if options.chunk_seconds == 0:
         return transcriber.transcribe_window(load_audio(path, rate, non_finite=non_finite))
+    options = options.for_model(transcriber.model.metadata)
     context = context_frames(transcriber, options)
     info = audio_info(path)
     if info.seconds <= options.window_seconds:

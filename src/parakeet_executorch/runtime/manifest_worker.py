@@ -28,7 +28,7 @@ def load(model_path: str | Path, tokenizer: str | Path | None, check_fingerprint
     from .transcribe import Transcriber
 
     transcriber = Transcriber.from_pte(model_path, tokenizer, check_fingerprint=check_fingerprint)
-    if long_form.chunk_seconds:
+    if long_form.chunk_seconds != 0:
         context_frames(transcriber, long_form)
     return transcriber
 

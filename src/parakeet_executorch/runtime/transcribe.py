@@ -58,6 +58,8 @@ class Transcriber(SinglePassTranscriber):
             from ..audio import resample
 
             audio = resample(np.asarray(audio, dtype=np.float32), sample_rate, rate)
-        if long_form is not None and long_form.chunk_seconds > 0 and audio.shape[0] > long_form.window_seconds * rate:
-            return transcribe_buffered(self, [np.asarray(audio, dtype=np.float32)], context_frames(self, long_form))
+        if long_form is not None and long_form.chunk_seconds != 0:
+            long_form = long_form.for_model(self.model.metadata)
+            if audio.shape[0] > long_form.window_seconds * rate:
+                return transcribe_buffered(self, [np.asarray(audio, dtype=np.float32)], context_frames(self, long_form))
         return self.transcribe_window(audio)

@@ -131,8 +131,9 @@ def transcribe_dataset(
     Args:
         source: a NeMo-style JSONL manifest path, or a list of audio paths (``source.read_source``).
         model: the .pte (its tokenizer.model next to it unless ``tokenizer``), at the same path on every node.
-        concurrency, num_cpus_per_actor, batch_size, timestamps, long_form (default ``FILE_CONTEXT``: 4 | 48 | 4
-            s), non_finite, tokenizer, check_fingerprint: see ``ScaleOptions``.
+        concurrency, num_cpus_per_actor, batch_size, timestamps, long_form (default ``FILE_CONTEXT``: 4 s of
+            left and 2 s of right context, the chunk filling the .pte's bound), non_finite, tokenizer,
+            check_fingerprint: see ``ScaleOptions``.
     Returns:
         the dataset (``rows.row_schema()``: ``input_line``, ``audio_filepath``, ``resolved_audio_filepath``,
         ``pred_text``, ``error``, ``audio_seconds`` and ``line``, manifest mode's output line for the file, exactly).

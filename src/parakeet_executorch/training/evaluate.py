@@ -7,10 +7,10 @@ files, so every system reads the same bytes:
 - (c) ``festival``: half random sequences, half held-out sentences, by festival, a synthesizer training never heard;
 - (d) ``long``: one recording of at least 10 minutes made of further held-out clips by all three synthesizers,
   transcribed three ways: as one file (the .pte through the Python runner's ``transcribe_file``, i.e. buffered
-  left | chunk | right decoding with the file defaults 4 | 48 | 4 s; NeMo eager through NeMo's own buffered
-  decoding with the same context), clip by clip (each clip alone), and "time-aligned": the one-file words given
-  to the clips by their start times (boundaries half-way through each pause), scored clip by clip, so that words
-  placed at the wrong time count as errors.
+  left | chunk | right decoding at 4 | 48 | 4 s, the runners' file default when the model card was measured;
+  NeMo eager through NeMo's own buffered decoding with the same context), clip by clip (each clip alone), and
+  "time-aligned": the one-file words given to the clips by their start times (boundaries half-way through each
+  pause), scored clip by clip, so that words placed at the wrong time count as errors.
 
 WER is jiwer's corpus WER (edits / reference words). "held-out words" is the share of held-out-word occurrences in
 the references of (a)-(c) that the alignment marks as correct. Writes ``OUT/results.json`` and ``OUT/results.md``;
@@ -28,7 +28,8 @@ from typing import Any
 
 DEFAULT_RECIPES = ["none:xnnpack", "none:portable", "fpa4w:xnnpack", "8da4w:xnnpack", "8da8w:xnnpack", "8w:portable"]
 SETS = ("random", "sentences", "festival")
-# The .pte's file defaults (runtime/cli.py FILE_CONTEXT), also used for NeMo's buffered decoding of (d).
+# The contexts of (d)'s one-file run, the .pte's and NeMo's buffered decoding alike: the runners' file default when
+# the model card's figures were measured (runtime/longform.py FILE_CONTEXT is now 4 | bound - 6 | 2 s).
 LONG_CONTEXT_S = (4.0, 48.0, 4.0)
 
 
