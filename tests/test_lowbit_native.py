@@ -89,6 +89,18 @@ def test_one_and_two_threads_give_the_same_bits(isa, m):
     assert torch.equal(y1, y2)
 
 
+@pytest.mark.parametrize("isa", LEVELS)
+def test_bias_in_the_kernel_equals_adding_it_after(isa):
+    # GEMV over words (K % 128 == 0) and over bytes, GEMM with one and several K blocks, partial tiles.
+    for m, k, n in ((1, 256, 40), (1, 288, 33), (3, 1024, 17), (13, 1024, 70), (30, 544, 65)):
+        a, b, s, z, _ = _case(m, k, n, 4, 32, seed=m)
+        bias = torch.randn(n)
+        y = _native.linear(a, b, 32, s, z, 4, isa=isa, bias=bias)
+        assert torch.equal(y, _native.linear(a, b, 32, s, z, 4, isa=isa) + bias)
+    with pytest.raises(RuntimeError, match=r"bias must be \[N\]"):
+        _native.linear(a, b, 32, s, z, 4, bias=torch.zeros(n + 1))
+
+
 @pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
 def test_half_precision_operands(dtype):
     a, b, s, z, _ = _case(5, 256, 48, 4, 32)
@@ -135,6 +147,66 @@ def test_eager_op_runs_the_native_kernel(monkeypatch):
     monkeypatch.setenv("FPA_LOWBIT_CPU_BACKEND", "torch")
     assert fpa_lowbit.cpu_backend() == "torch"
     assert torch.equal(linear_op(4)(a, b, 32, s, z), ops.linear_reference_kernel(a, b, 32, s, z, 4))
+
+
+def _quantized_linear(k: int = 256, n: int = 48) -> torch.nn.Linear:
+    from torchao.quantization import quantize_
+
+    torch.manual_seed(0)
+    m = torch.nn.Linear(k, n, bias=True)
+    quantize_(m, fpa_lowbit.UIntxWeightOnlyConfig(bitwidth=4, group_size=32))
+    return m
+
+
+def _op_spy(monkeypatch) -> list[int]:
+    calls: list[int] = []
+    real = ops.linear_op
+
+    def spy(bitwidth):
+        calls.append(bitwidth)
+        return real(bitwidth)
+
+    monkeypatch.setattr(ops, "linear_op", spy)
+    return calls
+
+
+@pytest.mark.parametrize("m", (1, 3))
+def test_plain_eager_linear_calls_the_kernel_directly_with_the_ops_result(monkeypatch, m):
+    # In plain CPU eager a quantized layer skips the op's Python round trip; the result is the op's, bias included.
+    lin = _quantized_linear()
+    w = lin.weight
+    x = torch.randn(2, m, 256)
+    expected = linear_op(4)(x.reshape(-1, 256), w.packed, 32, w.scale, w.zero) + lin.bias
+    calls = _op_spy(monkeypatch)
+    with torch.inference_mode():
+        y = lin(x)
+    assert calls == []
+    assert torch.equal(y, expected.reshape(2, m, 48))
+
+
+def test_tracing_modes_and_autograd_still_see_the_op(monkeypatch):
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Record(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.names: list[str] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.names.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    lin = _quantized_linear()
+    x = torch.randn(1, 256)
+    with torch.no_grad(), Record() as rec:
+        lin(x)
+    assert any("_linear_fp_act_4bit_weight" in n for n in rec.names), rec.names
+    calls = _op_spy(monkeypatch)
+    lin(x.requires_grad_())  # an autograd graph is being recorded: the op's path
+    assert calls == [4]
+    monkeypatch.setenv("FPA_LOWBIT_CPU_BACKEND", "torch")  # the PyTorch-level kernel was asked for: the op's path
+    lin(x.detach())
+    assert calls == [4, 4]
 
 
 def test_missing_library_warns_and_says_how_to_fix(monkeypatch):

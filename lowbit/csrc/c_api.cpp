@@ -12,11 +12,12 @@
 extern "C" {
 
 // Bumped whenever a signature below changes; the Python loader checks it.
-__attribute__((visibility("default"))) int fpa_lowbit_abi_version(void) { return 1; }
+__attribute__((visibility("default"))) int fpa_lowbit_abi_version(void) { return 2; }
 
 __attribute__((visibility("default"))) int fpa_lowbit_linear_f32(const float* A, int64_t M, int64_t K, const uint8_t* B,
                                                                  int64_t N, int nbit, int group_size, const float* S,
-                                                                 const float* Z, float* out, int isa, int num_threads) {
+                                                                 const float* Z, const float* bias, float* out, int isa,
+                                                                 int num_threads) {
   fpa_lowbit::LinearArgs args;
   args.A = A;
   args.M = M;
@@ -28,6 +29,7 @@ __attribute__((visibility("default"))) int fpa_lowbit_linear_f32(const float* A,
   args.S = S;
   args.Z = Z;
   args.out = out;
+  args.bias = bias;  // null: no bias
   fpa_lowbit::ParallelFor pf;
   if (num_threads > 1) {
     pf = [num_threads](int64_t n, const std::function<void(int64_t)>& task) {

@@ -143,7 +143,11 @@ int linear_f32(const LinearArgs& args, Isa isa, const ParallelFor& parallel_for)
   if (!isa_available(isa)) return kIsaUnavailable;
   if (args.M == 0 || args.N == 0) return kOk;
   if (args.K == 0) {
-    std::memset(args.out, 0, static_cast<size_t>(args.M * args.N) * sizeof(float));
+    if (args.bias == nullptr) {
+      std::memset(args.out, 0, static_cast<size_t>(args.M * args.N) * sizeof(float));
+    } else {
+      for (int64_t m = 0; m < args.M; ++m) std::memcpy(args.out + m * args.N, args.bias, args.N * sizeof(float));
+    }
     return kOk;
   }
   ParallelFor serial = [](int64_t n, const std::function<void(int64_t)>& task) {

@@ -70,6 +70,21 @@ inline Buffer alloc(int64_t n) {
   return Buffer(static_cast<float*>(std::aligned_alloc(64, bytes == 0 ? 64 : bytes)));
 }
 
+// Per-thread scratch that only grows, one buffer per slot (kActivations: the calling thread's repacked or transposed
+// activations; kPanels: each worker's expanded weight panels). Allocating them per call cost more than the
+// products: buffers past glibc's mmap threshold come back as fresh pages, and their page faults took a quarter
+// of a 125 x 256 x 4096 product.
+enum Slot : int { kActivations = 0, kPanels = 1 };
+inline float* scratch(Slot slot, int64_t n) {
+  static thread_local Buffer buf[2];
+  static thread_local int64_t cap[2] = {0, 0};
+  if (n > cap[slot]) {
+    buf[slot] = alloc(n);
+    cap[slot] = n;
+  }
+  return buf[slot].get();
+}
+
 // K n-bit values of one row (LSB-first stream starting at a byte boundary) as floats.
 template <int NBIT>
 inline void unpack(const uint8_t* src, int64_t k, float* dst) {
@@ -152,19 +167,24 @@ inline void pack_a(const LinearArgs& a, int64_t k0, int64_t kc, float* ap, int64
   parallel_for(panels, [&](int64_t p) {
     const int rows = static_cast<int>(std::min<int64_t>(MR, a.M - p * MR));
     float* dst = ap + p * KC * MR;
-    for (int i = 0; i < rows; ++i) {
-      const float* src = a.A + (p * MR + i) * a.K + k0;
-      for (int64_t k = 0; k < kc; ++k) dst[k * MR + i] = src[k];
+    const float* src = a.A + p * MR * a.K + k0;
+    if (rows == MR) {
+      // k outer: contiguous stores, MR sequential read streams (a store every 4 bytes at a stride of MR floats
+      // was 7 % of a 750 x 4096 x 1024 product).
+      for (int64_t k = 0; k < kc; ++k)
+        for (int i = 0; i < MR; ++i) dst[k * MR + i] = src[i * a.K + k];
+    } else {
+      for (int64_t k = 0; k < kc; ++k)
+        for (int i = 0; i < MR; ++i) dst[k * MR + i] = i < rows ? src[i * a.K + k] : 0.f;
     }
-    for (int i = rows; i < MR; ++i)
-      for (int64_t k = 0; k < kc; ++k) dst[k * MR + i] = 0.f;
   });
 }
 
-// C[0:rows, 0:nr] (+)= Ap[0:kc, 0:MR]^T @ panel[0:kc, 0:nr] over a packed micro-panel of A; accumulate adds to
+// C[0:rows, 0:nr] (+)= Ap[0:kc, 0:MR]^T @ panel[0:kc, 0:nr] (+ bias[0:nr] when bias is given: the last K block)
+// over a packed micro-panel of A; accumulate adds to
 // what C holds. Always MR x NR in registers (padding rows of Ap are zero); only the valid part is stored.
 inline void micro(const float* ap, const float* wp, int64_t kc, float* C, int64_t ldc, bool accumulate, int rows,
-                  int nr) {
+                  int nr, const float* bias) {
   vf c0[MR], c1[MR];
   for (int i = 0; i < MR; ++i) c0[i] = c1[i] = vf{};
   for (int64_t k = 0; k < kc; ++k) {
@@ -183,6 +203,10 @@ inline void micro(const float* ap, const float* wp, int64_t kc, float* C, int64_
         c0[i] += loadu(c);
         c1[i] += loadu(c + VL);
       }
+      if (bias != nullptr) {
+        c0[i] += loadu(bias);
+        c1[i] += loadu(bias + VL);
+      }
       storeu(c, c0[i]);
       storeu(c + VL, c1[i]);
     }
@@ -192,7 +216,10 @@ inline void micro(const float* ap, const float* wp, int64_t kc, float* C, int64_
       storeu(t, c0[i]);
       storeu(t + VL, c1[i]);
       float* c = C + i * ldc;
-      for (int j = 0; j < nr; ++j) c[j] = accumulate ? c[j] + t[j] : t[j];
+      for (int j = 0; j < nr; ++j) {
+        const float v = accumulate ? c[j] + t[j] : t[j];
+        c[j] = bias != nullptr ? v + bias[j] : v;
+      }
     }
   }
 }
@@ -209,49 +236,51 @@ template <int NBIT>
 void gemm(const LinearArgs& a, const ParallelFor& parallel_for) {
   const int64_t panels = (a.M + MR - 1) / MR;
   const int64_t kblocks = (a.K + KC - 1) / KC;
-  Buffer ap = alloc(panels * KC * MR);
+  float* ap = scratch(kActivations, panels * KC * MR);
   const int64_t nb = rows_per_task(a.N);
   const int64_t n_tasks = (a.N + nb - 1) / nb;
   const int64_t strips_max = (nb + NR - 1) / NR;
   // One pass per K block, all threads on the same block of A (M x KC, shared in the last-level cache) rather than
   // each task sweeping all of A: for M x K past the cache that is the difference between one and N / nb reads.
-  std::vector<Buffer> wpanels(static_cast<size_t>(n_tasks));
   for (int64_t kb = 0; kb < kblocks; ++kb) {
     const int64_t k0 = kb * KC, kc = std::min(KC, a.K - k0);
-    pack_a(a, k0, kc, ap.get(), panels, parallel_for);
+    pack_a(a, k0, kc, ap, panels, parallel_for);
     parallel_for(n_tasks, [&](int64_t t) {
       const int64_t r_begin = t * nb, r_end = std::min(a.N, r_begin + nb);
       const int64_t strips = (r_end - r_begin + NR - 1) / NR;
-      Buffer& wp = wpanels[static_cast<size_t>(t)];
-      if (!wp) wp = alloc(strips_max * KC * NR + KC);
-      float* row = wp.get() + strips_max * KC * NR;
+      // A task's panels are expanded and used within this call of the task, so one buffer per thread will do.
+      float* wp = scratch(kPanels, strips_max * KC * NR + KC);
+      float* row = wp + strips_max * KC * NR;
       for (int64_t s = 0; s < strips; ++s) {
         const int64_t r = r_begin + s * NR;
-        expand_panel<NBIT>(a, r, static_cast<int>(std::min<int64_t>(NR, r_end - r)), k0, kc, row,
-                           wp.get() + s * KC * NR);
+        expand_panel<NBIT>(a, r, static_cast<int>(std::min<int64_t>(NR, r_end - r)), k0, kc, row, wp + s * KC * NR);
       }
-      for (int64_t p = 0; p < panels; ++p) {
-        const float* apan = ap.get() + p * KC * MR;
-        const int rows = static_cast<int>(std::min<int64_t>(MR, a.M - p * MR));
-        for (int64_t s = 0; s < strips; ++s) {
-          const int64_t r = r_begin + s * NR;
-          const int nr = static_cast<int>(std::min<int64_t>(NR, r_end - r));
-          micro(apan, wp.get() + s * KC * NR, kc, a.out + p * MR * a.N + r, a.N, kb > 0, rows, nr);
+      // One strip's panel (KC x NR floats) stays in L1 while every micro-panel of A streams past it from L2.
+      for (int64_t s = 0; s < strips; ++s) {
+        const int64_t r = r_begin + s * NR;
+        const int nr = static_cast<int>(std::min<int64_t>(NR, r_end - r));
+        for (int64_t p = 0; p < panels; ++p) {
+          const int rows = static_cast<int>(std::min<int64_t>(MR, a.M - p * MR));
+          micro(ap + p * KC * MR, wp + s * KC * NR, kc, a.out + p * MR * a.N + r, a.N, kb > 0, rows, nr,
+                a.bias != nullptr && kb == kblocks - 1 ? a.bias + r : nullptr);
         }
       }
     });
   }
 }
 
-// 4-bit, few activation rows: y[m, r] = sum_g S[r,g] * dot(q[r, g], a[m, g]) + Z[r,g] * sum(a[m, g]).
+// RB weight rows go together in the GEMVs below.
+constexpr int RB = 4;
+
+// 4-bit, few activation rows, y[m, r] = sum_g S[r,g] * dot(q[r, g], a[m, g]) + Z[r,g] * sum(a[m, g]), over bytes
+// (every level but AVX-512).
 // Byte j of a row holds q[2j] (low nibble) and q[2j+1] (high nibble), so the activations are split once into
 // even and odd positions and each byte vector multiplies both halves without re-interleaving. RB weight rows go
 // together (independent accumulator chains, shared activation loads); the group size is a template argument so
 // the loop over one group unrolls completely.
-constexpr int RB = 4;
-
 template <int GS, int rows>
-inline void gemv4_rows(const LinearArgs& a, int64_t r, const float* xe, const float* xo, const float* as, float* y) {
+inline void gemv4_rows_bytes(const LinearArgs& a, int64_t r, const float* xe, const float* xo, const float* as,
+                             float* y) {
   constexpr int64_t HALF = GS / 2;
   const int64_t G = a.K / GS, row_bytes = a.K / 2;
   vf total[rows];
@@ -281,9 +310,11 @@ inline void gemv4_rows(const LinearArgs& a, int64_t r, const float* xe, const fl
 }
 
 template <int GS>
-void gemv4(const LinearArgs& a, const ParallelFor& parallel_for) {
+void gemv4_bytes(const LinearArgs& a, const ParallelFor& parallel_for) {
   const int64_t K = a.K, G = K / GS, row_bytes = K / 2;
-  Buffer even = alloc(a.M * row_bytes), odd = alloc(a.M * row_bytes), asum = alloc(a.M * G);
+  float* even = scratch(kActivations, a.M * (2 * row_bytes + G));
+  float* odd = even + a.M * row_bytes;
+  float* asum = odd + a.M * row_bytes;
   for (int64_t m = 0; m < a.M; ++m) {
     const float* am = a.A + m * K;
     for (int64_t j = 0; j < row_bytes; ++j) {
@@ -300,23 +331,143 @@ void gemv4(const LinearArgs& a, const ParallelFor& parallel_for) {
   auto task = [&](int64_t t) {
     const int64_t r_end = std::min(a.N, (t + 1) * GEMV_ROWS);
     for (int64_t m = 0; m < a.M; ++m) {
-      const float* xe = even.get() + m * row_bytes;
-      const float* xo = odd.get() + m * row_bytes;
-      const float* as = asum.get() + m * G;
+      const float* xe = even + m * row_bytes;
+      const float* xo = odd + m * row_bytes;
+      const float* as = asum + m * G;
       int64_t r = t * GEMV_ROWS;
       for (; r + RB <= r_end; r += RB) {
         float y[RB];
-        gemv4_rows<GS, RB>(a, r, xe, xo, as, y);
-        for (int i = 0; i < RB; ++i) a.out[m * a.N + r + i] = y[i];
+        gemv4_rows_bytes<GS, RB>(a, r, xe, xo, as, y);
+        for (int i = 0; i < RB; ++i) a.out[m * a.N + r + i] = a.bias != nullptr ? y[i] + a.bias[r + i] : y[i];
       }
       for (; r < r_end; ++r) {
         float y[1];
-        gemv4_rows<GS, 1>(a, r, xe, xo, as, y);
-        a.out[m * a.N + r] = y[0];
+        gemv4_rows_bytes<GS, 1>(a, r, xe, xo, as, y);
+        a.out[m * a.N + r] = a.bias != nullptr ? y[0] + a.bias[r] : y[0];
       }
     }
   };
   parallel_for(n_tasks, task);
+}
+
+#if defined(FPA_LOWBIT_X86_AVX512)
+// The same over 32-bit words, for AVX-512 (with 16 registers, AVX2 spills its accumulators and runs this at half
+// the speed of the byte version). The weight is never expanded. A row's packed bytes are read as 32-bit words: word d
+// holds q[8d .. 8d+7] (nibble j is q[8d + j]), so VL words loaded as one integer vector are VL lanes x 8 nibble
+// positions, and nibble j of every lane is one shift away (one vector of weights per shift, no widening of bytes). The
+// activations are transposed once per call to xt[j][d] = a[8d + j], so nibble position j multiplies one contiguous
+// vector. Lanes of one block belong to VL * 8 / group_size groups (or one group spans several blocks): the block's
+// products are scaled once by a vector holding each lane's group scale. RB weight rows go together (independent
+// accumulator chains, shared activation loads). Per 8 * VL weights: 7 shifts, 8 conversions (one permute each), 8 FMAs,
+// against 2 widenings, 2 masks, 4 conversions and 4 FMAs per 4 * VL weights over bytes. K must be a multiple of 8 * VL
+// (128); other K take the byte version. The float value of each lane's low nibble. vpermps reads only the low 4 bits of
+// each index: one instruction instead of a mask and a conversion.
+inline vf nibble(vi v) {
+  const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512 r = _mm512_permutexvar_ps(reinterpret_cast<__m512i>(v), iota);
+  vf out;
+  std::memcpy(&out, &r, sizeof out);
+  return out;
+}
+
+// Lane l of the result is s[l / LPG] (LPG lanes per group, LPG < VL).
+template <int LPG>
+inline vf spread(const float* s) {
+  static_assert(LPG < VL, "a group that fills the block is a broadcast");
+  const __mmask16 mask = static_cast<__mmask16>((1u << (VL / LPG)) - 1u);  // masked-off lanes are never read
+  const __m512 loaded = _mm512_maskz_loadu_ps(mask, s);
+  const __m512i idx = LPG == 4 ? _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3)
+                               : _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  const __m512 r = _mm512_permutexvar_ps(idx, loaded);
+  vf out;
+  std::memcpy(&out, &r, sizeof out);
+  return out;
+}
+
+template <int GS, int rows>
+inline void gemv4_rows_words(const LinearArgs& a, int64_t r, const float* xt, const float* as, float* y) {
+  constexpr int LPG = GS / 8;  // lanes (words) per group
+  const int64_t G = a.K / GS, row_bytes = a.K / 2, kd = a.K / 8;
+  const int64_t blocks = kd / VL;
+  vf total[rows];
+  for (int i = 0; i < rows; ++i) total[i] = vf{};
+  for (int64_t b = 0; b < blocks; ++b) {
+    vi v[rows];
+    for (int i = 0; i < rows; ++i) std::memcpy(&v[i], a.B + (r + i) * row_bytes + b * VB, sizeof(vi));
+    vf acc[rows];
+    {
+      const vf x0 = loadu(xt + b * VL);
+      for (int i = 0; i < rows; ++i) acc[i] = nibble(v[i]) * x0;
+    }
+    for (int j = 1; j < 8; ++j) {
+      const vf xj = loadu(xt + j * kd + b * VL);
+      for (int i = 0; i < rows; ++i) acc[i] += nibble(v[i] >> (4 * j)) * xj;
+    }
+    for (int i = 0; i < rows; ++i) {
+      const float* s = a.S + (r + i) * G;
+      if constexpr (LPG < VL) {
+        total[i] += acc[i] * spread<LPG>(s + b * VL / LPG);
+      } else {
+        total[i] += acc[i] * splat(s[b * VL / LPG]);
+      }
+    }
+  }
+  for (int i = 0; i < rows; ++i) {
+    const float* zr = a.Z + (r + i) * G;
+    vf zacc = vf{};
+    int64_t g = 0;
+    for (; g + VL <= G; g += VL) zacc += loadu(zr + g) * loadu(as + g);
+    float v = hsum(total[i]) + hsum(zacc);
+    for (; g < G; ++g) v += zr[g] * as[g];
+    y[i] = v;
+  }
+}
+
+template <int GS>
+void gemv4_words(const LinearArgs& a, const ParallelFor& parallel_for) {
+  const int64_t K = a.K, G = K / GS, kd = K / 8;  // kd: words per row, the stride of one nibble position
+  float* xt = scratch(kActivations, a.M * (8 * kd + G));
+  float* asum = xt + a.M * 8 * kd;
+  for (int64_t m = 0; m < a.M; ++m) {
+    const float* am = a.A + m * K;
+    float* xm = xt + m * 8 * kd;
+    for (int64_t d = 0; d < kd; ++d)
+      for (int j = 0; j < 8; ++j) xm[j * kd + d] = am[8 * d + j];
+    for (int64_t g = 0; g < G; ++g) {
+      float s = 0.f;
+      for (int64_t k = 0; k < GS; ++k) s += am[g * GS + k];
+      asum[m * G + g] = s;
+    }
+  }
+  const int64_t n_tasks = (a.N + GEMV_ROWS - 1) / GEMV_ROWS;
+  auto task = [&](int64_t t) {
+    const int64_t r_end = std::min(a.N, (t + 1) * GEMV_ROWS);
+    for (int64_t m = 0; m < a.M; ++m) {
+      const float* xm = xt + m * 8 * kd;
+      const float* as = asum + m * G;
+      int64_t r = t * GEMV_ROWS;
+      for (; r + RB <= r_end; r += RB) {
+        float y[RB];
+        gemv4_rows_words<GS, RB>(a, r, xm, as, y);
+        for (int i = 0; i < RB; ++i) a.out[m * a.N + r + i] = a.bias != nullptr ? y[i] + a.bias[r + i] : y[i];
+      }
+      for (; r < r_end; ++r) {
+        float y[1];
+        gemv4_rows_words<GS, 1>(a, r, xm, as, y);
+        a.out[m * a.N + r] = a.bias != nullptr ? y[0] + a.bias[r] : y[0];
+      }
+    }
+  };
+  parallel_for(n_tasks, task);
+}
+#endif  // FPA_LOWBIT_X86_AVX512
+
+template <int GS>
+void gemv4(const LinearArgs& a, const ParallelFor& parallel_for) {
+#if defined(FPA_LOWBIT_X86_AVX512)
+  if (a.K % (8 * VL) == 0) return gemv4_words<GS>(a, parallel_for);
+#endif
+  gemv4_bytes<GS>(a, parallel_for);
 }
 
 }  // namespace

@@ -8,13 +8,17 @@
 //
 // Two algorithms, chosen by M:
 //   * GEMV (M <= kGemvMaxRows, 4-bit): per group, y += S * dot(q, a) + Z * sum(a); the weight is read once per
-//     activation row and never expanded, so the cost is the packed bytes' memory traffic.
+//     activation row and never expanded. With AVX-512 (and K a multiple of 128) a row is read as 32-bit words of
+//     8 nibbles against activations transposed once per call, else as bytes against even/odd activations.
 //   * GEMM (otherwise): one K block (KC) at a time, A's block is repacked into MR-row micro-panels (k-major,
-//     contiguous broadcasts), and each task expands its block of weight rows to float panels [KC][NR] kept in L2
+//     contiguous broadcasts), and each task expands its block of weight rows to float panels [KC][NR] kept in L1/L2
 //     and runs a register-blocked MR x NR micro-kernel (broadcast A, FMA into NR-wide accumulators) of every A
 //     micro-panel over them. All threads work on the same K block of A, so A is read from memory once per call
 //     however many weight-row blocks there are; the expansion is paid once per call and reused by all M rows.
-// Each output element is computed by one task in a fixed order, so any thread count gives the same bits.
+// Scratch (repacked activations, expanded panels) lives in per-thread buffers that only grow: a few hundred KB
+// per thread, plus M KB on the calling thread.
+// Each output element is computed by one task in a fixed order, so any thread count gives the same bits; an
+// optional bias is added after the product (the same rounding as adding it to the result).
 #pragma once
 
 #include <cstdint>
@@ -34,9 +38,10 @@ struct LinearArgs {
   const uint8_t* B = nullptr;  // [N, K * nbit / 8]
   int nbit = 4;
   int group_size = 32;
-  const float* S = nullptr;  // [N, K / group_size]
-  const float* Z = nullptr;  // [N, K / group_size]
-  float* out = nullptr;      // [M, N] row-major
+  const float* S = nullptr;     // [N, K / group_size]
+  const float* Z = nullptr;     // [N, K / group_size]
+  float* out = nullptr;         // [M, N] row-major
+  const float* bias = nullptr;  // [N], added to every row of out; none when null
 };
 
 // At or below this many activation rows, 4-bit weights take the GEMV path.

@@ -41,9 +41,12 @@ class Pool {
     }
     cv_.notify_all();
     drain(task, n);
+    // Every helper of this generation must be done before `task` goes out of scope. They are usually a few
+    // microseconds from done: spin first, since sleeping on the condition variable and being woken costs more
+    // than that (it took a fifth of a 1 x 1024 x 1024 product on two threads).
+    for (int i = 0; i < kSpinIterations && finished_.load(std::memory_order_acquire) != helpers; ++i) relax();
     std::unique_lock<std::mutex> lk(mu_);
-    // Every helper of this generation must be done before `task` goes out of scope.
-    done_cv_.wait(lk, [&] { return finished_ == wanted_; });
+    done_cv_.wait(lk, [&] { return finished_.load() == wanted_; });
     job_ = nullptr;
   }
 
@@ -67,7 +70,7 @@ class Pool {
       lk.unlock();
       drain(*task, n);
       lk.lock();
-      if (++finished_ == wanted_) done_cv_.notify_all();
+      if (finished_.fetch_add(1, std::memory_order_acq_rel) + 1 == wanted_) done_cv_.notify_all();
     }
   }
 
@@ -87,7 +90,8 @@ class Pool {
   const std::function<void(int64_t)>* job_ = nullptr;
   int64_t n_ = 0;
   std::atomic<int64_t> next_{0};
-  int wanted_ = 0, finished_ = 0;
+  int wanted_ = 0;
+  std::atomic<int> finished_{0};
   std::atomic<uint64_t> generation_{0};
 };
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 LIB_NAME = "libfpa_lowbit_cpu.so"
-ABI_VERSION = 1
+ABI_VERSION = 2
 #: Instruction-set levels, as the library numbers them.
 ISAS = {"auto": 0, "portable": 1, "avx2": 2, "avx512": 3, "neon": 4}
 
@@ -48,7 +48,7 @@ def _load() -> ctypes.CDLL | None:
             _error = f"{p} has ABI version {lib.fpa_lowbit_abi_version()}, this Python code expects {ABI_VERSION}"
             return None
         i64, i32, vp = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p
-        lib.fpa_lowbit_linear_f32.argtypes = [vp, i64, i64, vp, i64, i32, i32, vp, vp, vp, i32, i32]
+        lib.fpa_lowbit_linear_f32.argtypes = [vp, i64, i64, vp, i64, i32, i32, vp, vp, vp, vp, i32, i32]
         lib.fpa_lowbit_linear_f32.restype = i32
         lib.fpa_lowbit_isa_available.argtypes = [i32]
         lib.fpa_lowbit_isa_name.restype = ctypes.c_char_p
@@ -108,9 +108,11 @@ def linear(
     out: torch.Tensor | None = None,
     isa: str = "auto",
     num_threads: int | None = None,
+    bias: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """``A @ dequant(B)ᵀ`` on the CPU: A ``[M, K]`` float32/float16/bfloat16, B uint8 ``[N, K*n/8]``, S/Z
-    ``[N, K/group_size]`` in A's dtype; returns ``[M, N]`` in A's dtype (into ``out`` when given).
+    """``A @ dequant(B)ᵀ (+ bias)`` on the CPU: A ``[M, K]`` float32/float16/bfloat16, B uint8 ``[N, K*n/8]``, S/Z
+    ``[N, K/group_size]`` and the optional bias ``[N]`` in A's dtype; returns ``[M, N]`` in A's dtype (into ``out``
+    when given).  The bias is added in the kernel, after the product (the same rounding as adding it afterwards).
 
     Half-precision operands are widened to float32 and the result rounded once.  Arguments are assumed checked
     (:func:`fpa_lowbit.check_linear_args`); the library checks the shape rules again.
@@ -132,12 +134,18 @@ def linear(
         a, s, z, b = A, S, Z, B  # the common case: no conversion calls at all
     else:
         a, s, z, b = (A.to(f32).contiguous(), S.to(f32).contiguous(), Z.to(f32).contiguous(), B.contiguous())
+    bias_ptr = None
+    if bias is not None:
+        if bias.shape != (N,):
+            raise RuntimeError(f"fpa_lowbit native kernel: bias must be [N] = [{N}], got {tuple(bias.shape)}")
+        bias = bias if bias.dtype == f32 and bias.is_contiguous() else bias.to(f32).contiguous()
+        bias_ptr = bias.data_ptr()
     direct = out is not None and out.dtype == torch.float32 and out.is_contiguous()
     y = out if out is not None and direct else torch.empty((M, N), dtype=torch.float32)
     threads = torch.get_num_threads() if num_threads is None else num_threads
     rc = lib.fpa_lowbit_linear_f32(
-        a.data_ptr(), M, K, b.data_ptr(), N, bitwidth, group_size, s.data_ptr(), z.data_ptr(), y.data_ptr(),
-        ISAS[isa], threads,
+        a.data_ptr(), M, K, b.data_ptr(), N, bitwidth, group_size, s.data_ptr(), z.data_ptr(), bias_ptr,
+        y.data_ptr(), ISAS[isa], threads,
     )  # fmt: skip
     if rc != 0:
         raise RuntimeError(f"fpa_lowbit native kernel ({isa}): {lib.fpa_lowbit_error_message(rc).decode()}")

@@ -14,9 +14,10 @@ from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
+from torch.utils import _python_dispatch
 from torch.utils._python_dispatch import return_and_correct_aliasing
 
-from . import ops
+from . import _native, ops
 from .packing import check_bitwidth, pack_lowbit, unpack_lowbit
 from .qparams import ACT_DTYPES, check_group_size, choose_qparams, dequantize
 
@@ -201,21 +202,46 @@ def lowbit_linear(x: torch.Tensor, weight: UIntxWeight, bias: torch.Tensor | Non
 
     Raises: ValueError if x's last dim is not K or its dtype differs from the weight's.
     """
-    n, k = weight.shape
+    # Shape and dtype from the inner tensors: every attribute read on the subclass itself is a trip through
+    # __torch_function__ (about 1 us each, at one activation row a tenth of the product).
+    scale = weight.scale
+    n, k = scale.shape[0], scale.shape[1] * weight.group_size
     if x.shape[-1] != k:
         raise ValueError(f"linear: input has {x.shape[-1]} features but the quantized weight expects K = {k}")
-    if x.dtype != weight.dtype:
+    if x.dtype != scale.dtype:
         raise ValueError(
             f"linear: input dtype {x.dtype} differs from the quantized weight's activation dtype "
-            f"{weight.dtype}; convert the model with .to({x.dtype}) or the input"
+            f"{scale.dtype}; convert the model with .to({x.dtype}) or the input"
         )
     lead = x.shape[:-1]
     x2 = x.reshape(-1, k).contiguous()
+    if _direct_cpu_call(x2):
+        # The weight's operands were checked when it was built and x's just now: call the compiled kernel
+        # straight away. Going through the op costs a round trip from the dispatcher back into Python (about
+        # 10 us), which at one activation row (token-by-token generation) is as long as the product itself.
+        y = _native.linear(x2, weight.packed, weight.group_size, scale, weight.zero, weight.bitwidth, bias=bias)
+        return y.reshape(*lead, n)
     y = ops.linear_op(weight.bitwidth)(x2, weight.packed, weight.group_size, weight.scale, weight.zero)
     y = y.reshape(*lead, n)
     if bias is not None:
         y = y + bias
     return y
+
+
+def _direct_cpu_call(x: torch.Tensor) -> bool:
+    """True when F.linear on x may skip the op and call the native CPU kernel directly: a plain CPU tensor (not a
+    FakeTensor, FunctionalTensor or other subclass), no compiler, tracer or Python dispatch / function mode active
+    (those must see the op in their graph), no autograd history to record (the op has no backward), and the
+    compiled kernels serving CPU (:func:`fpa_lowbit.cpu_backend`)."""
+    return (
+        type(x) is torch.Tensor
+        and x.device.type == "cpu"
+        and not (x.requires_grad and torch.is_grad_enabled())
+        and not torch.compiler.is_compiling()
+        and not torch._C._is_torch_function_mode_enabled()
+        and _python_dispatch._get_current_dispatch_mode() is None
+        and ops.cpu_backend() == "native"
+    )
 
 
 torch.serialization.add_safe_globals([UIntxWeight])
