@@ -13,7 +13,11 @@ namespace {
 constexpr int VB = FPA_LOWBIT_VEC_BYTES;
 constexpr int VL = VB / 4;         // floats per vector
 constexpr int MR = FPA_LOWBIT_MR;  // activation rows per tile
-constexpr int NR = 2 * VL;         // weight rows per tile (two vectors of accumulators per activation row)
+#ifndef FPA_LOWBIT_NV
+#define FPA_LOWBIT_NV 2
+#endif
+constexpr int NV = FPA_LOWBIT_NV;  // vectors of accumulators per activation row
+constexpr int NR = NV * VL;        // weight rows per tile
 constexpr int64_t KC = 512;        // K per expanded panel (a multiple of every group size; measured best of 128-768)
 constexpr int64_t GEMV_ROWS = 16;  // weight rows per GEMV task
 
@@ -185,40 +189,35 @@ inline void pack_a(const LinearArgs& a, int64_t k0, int64_t kc, float* ap, int64
 // what C holds. Always MR x NR in registers (padding rows of Ap are zero); only the valid part is stored.
 inline void micro(const float* ap, const float* wp, int64_t kc, float* C, int64_t ldc, bool accumulate, int rows,
                   int nr, const float* bias) {
-  vf c0[MR], c1[MR];
-  for (int i = 0; i < MR; ++i) c0[i] = c1[i] = vf{};
+  vf c[MR][NV];
+  for (int i = 0; i < MR; ++i)
+    for (int v = 0; v < NV; ++v) c[i][v] = vf{};
   for (int64_t k = 0; k < kc; ++k) {
-    const vf w0 = loadu(wp + k * NR), w1 = loadu(wp + k * NR + VL);
+    vf w[NV];
+    for (int v = 0; v < NV; ++v) w[v] = loadu(wp + k * NR + v * VL);
     const float* ak = ap + k * MR;
     for (int i = 0; i < MR; ++i) {
       const vf av = splat(ak[i]);
-      c0[i] += av * w0;
-      c1[i] += av * w1;
+      for (int v = 0; v < NV; ++v) c[i][v] += av * w[v];
     }
   }
   if (nr == NR && rows == MR) {
     for (int i = 0; i < MR; ++i) {
-      float* c = C + i * ldc;
-      if (accumulate) {
-        c0[i] += loadu(c);
-        c1[i] += loadu(c + VL);
+      float* ci = C + i * ldc;
+      for (int v = 0; v < NV; ++v) {
+        if (accumulate) c[i][v] += loadu(ci + v * VL);
+        if (bias != nullptr) c[i][v] += loadu(bias + v * VL);
+        storeu(ci + v * VL, c[i][v]);
       }
-      if (bias != nullptr) {
-        c0[i] += loadu(bias);
-        c1[i] += loadu(bias + VL);
-      }
-      storeu(c, c0[i]);
-      storeu(c + VL, c1[i]);
     }
   } else {
     float t[NR];
     for (int i = 0; i < rows; ++i) {
-      storeu(t, c0[i]);
-      storeu(t + VL, c1[i]);
-      float* c = C + i * ldc;
+      for (int v = 0; v < NV; ++v) storeu(t + v * VL, c[i][v]);
+      float* ci = C + i * ldc;
       for (int j = 0; j < nr; ++j) {
-        const float v = accumulate ? c[j] + t[j] : t[j];
-        c[j] = bias != nullptr ? v + bias[j] : v;
+        const float x = accumulate ? ci[j] + t[j] : t[j];
+        ci[j] = bias != nullptr ? x + bias[j] : x;
       }
     }
   }
