@@ -97,8 +97,10 @@ def test_bias_in_the_kernel_equals_adding_it_after(isa):
         bias = torch.randn(n)
         y = _native.linear(a, b, 32, s, z, 4, isa=isa, bias=bias)
         assert torch.equal(y, _native.linear(a, b, 32, s, z, 4, isa=isa) + bias)
-    with pytest.raises(RuntimeError, match=r"bias must be \[N\]"):
+    with pytest.raises(RuntimeError, match=r"bias must be \[N\] = \[65\] on the CPU, got \(66,\) on cpu"):
         _native.linear(a, b, 32, s, z, 4, bias=torch.zeros(n + 1))
+    with pytest.raises(RuntimeError, match=r"on the CPU, got \(65,\) on meta"):
+        _native.linear(a, b, 32, s, z, 4, bias=torch.zeros(n, device="meta"))
 
 
 @pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))

@@ -357,17 +357,18 @@ void gemv4_bytes(const LinearArgs& a, const ParallelFor& parallel_for) {
 }
 
 #if defined(FPA_LOWBIT_X86_AVX512)
-// The same over 32-bit words, for AVX-512 (with 16 registers, AVX2 spills its accumulators and runs this at half
-// the speed of the byte version). The weight is never expanded. A row's packed bytes are read as 32-bit words: word d
+// The same over 32-bit words, for AVX-512 (with 16 registers, AVX2 spills its accumulators and ran this at half the
+// speed of the byte version). The weight is never expanded. A row's packed bytes are read as 32-bit words: word d
 // holds q[8d .. 8d+7] (nibble j is q[8d + j]), so VL words loaded as one integer vector are VL lanes x 8 nibble
-// positions, and nibble j of every lane is one shift away (one vector of weights per shift, no widening of bytes). The
-// activations are transposed once per call to xt[j][d] = a[8d + j], so nibble position j multiplies one contiguous
-// vector. Lanes of one block belong to VL * 8 / group_size groups (or one group spans several blocks): the block's
-// products are scaled once by a vector holding each lane's group scale. RB weight rows go together (independent
-// accumulator chains, shared activation loads). Per 8 * VL weights: 7 shifts, 8 conversions (one permute each), 8 FMAs,
-// against 2 widenings, 2 masks, 4 conversions and 4 FMAs per 4 * VL weights over bytes. K must be a multiple of 8 * VL
-// (128); other K take the byte version. The float value of each lane's low nibble. vpermps reads only the low 4 bits of
-// each index: one instruction instead of a mask and a conversion.
+// positions, and nibble j of every lane is one shift away (no widening of bytes). The activations are transposed once
+// per call to xt[j][d] = a[8d + j], so nibble position j multiplies one contiguous vector. The lanes of one block
+// belong to VL * 8 / group_size groups (or one group spans several blocks): the block's products are scaled once by a
+// vector holding each lane's group scale. RB weight rows go together (independent accumulator chains, shared
+// activation loads). Per 8 * VL weights: 7 shifts, 8 permutes and 8 FMAs, against 4 widenings, 4 masks, 4 shifts, 8
+// conversions and 8 FMAs over bytes. K must be a multiple of 8 * VL (128); other K take the byte version.
+
+// The float value of each lane's low nibble: vpermps reads only the low 4 bits of each index, so one instruction
+// replaces a mask and a conversion.
 inline vf nibble(vi v) {
   const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const __m512 r = _mm512_permutexvar_ps(reinterpret_cast<__m512i>(v), iota);

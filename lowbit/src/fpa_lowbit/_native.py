@@ -118,8 +118,8 @@ def linear(
     (:func:`fpa_lowbit.check_linear_args`); the library checks the shape rules again.
 
     Raises:
-        RuntimeError: the library is unavailable, the level is unknown or unavailable, or the library rejects the
-            arguments (its message says which rule).
+        RuntimeError: the library is unavailable, the level is unknown or unavailable, the bias is not ``[N]`` on
+            the CPU, or the library rejects the arguments (its message says which rule).
     """
     lib = _load()
     if lib is None:
@@ -136,8 +136,11 @@ def linear(
         a, s, z, b = (A.to(f32).contiguous(), S.to(f32).contiguous(), Z.to(f32).contiguous(), B.contiguous())
     bias_ptr = None
     if bias is not None:
-        if bias.shape != (N,):
-            raise RuntimeError(f"fpa_lowbit native kernel: bias must be [N] = [{N}], got {tuple(bias.shape)}")
+        if bias.shape != (N,) or bias.device.type != "cpu":
+            raise RuntimeError(
+                f"fpa_lowbit native kernel: bias must be [N] = [{N}] on the CPU, got {tuple(bias.shape)} on "
+                f"{bias.device}"
+            )
         bias = bias if bias.dtype == f32 and bias.is_contiguous() else bias.to(f32).contiguous()
         bias_ptr = bias.data_ptr()
     direct = out is not None and out.dtype == torch.float32 and out.is_contiguous()
