@@ -278,6 +278,62 @@ void gemm(const LinearArgs& a, const ParallelFor& parallel_for) {
 // RB weight rows go together in the GEMVs below.
 constexpr int RB = 4;
 
+// The end of a GEMV over `rows` weight rows: y[i] = the sum of row i's scaled group products (total[i]) plus its
+// zero-point term, sum_g Z[r + i, g] * sum(a[g]) (as: the activation row's group sums).
+template <int rows>
+inline void finish_rows(const LinearArgs& a, int64_t r, int64_t G, const vf* total, const float* as, float* y) {
+  for (int i = 0; i < rows; ++i) {
+    const float* zr = a.Z + (r + i) * G;
+    vf zacc = vf{};
+    int64_t g = 0;
+    for (; g + VL <= G; g += VL) zacc += loadu(zr + g) * loadu(as + g);
+    float v = hsum(total[i]) + hsum(zacc);
+    for (; g < G; ++g) v += zr[g] * as[g];
+    y[i] = v;
+  }
+}
+
+// What both GEMVs share: each activation row laid out once per call by `layout(a_row, x_row)` into floats_per_row
+// floats, plus its group sums; then tasks of GEMV_ROWS weight rows, RB at a time, through
+// `rows_fn(std::integral_constant<int, n>, r, x_row, sums, y)`, stored with the bias.
+template <int GS, typename Layout, typename RowsFn>
+void gemv4_frame(const LinearArgs& a, const ParallelFor& parallel_for, int64_t floats_per_row, Layout layout,
+                 RowsFn rows_fn) {
+  const int64_t K = a.K, G = K / GS;
+  float* x = scratch(kActivations, a.M * (floats_per_row + G));
+  float* asum = x + a.M * floats_per_row;
+  for (int64_t m = 0; m < a.M; ++m) {
+    const float* am = a.A + m * K;
+    layout(am, x + m * floats_per_row);
+    for (int64_t g = 0; g < G; ++g) {
+      float s = 0.f;
+      for (int64_t k = 0; k < GS; ++k) s += am[g * GS + k];
+      asum[m * G + g] = s;
+    }
+  }
+  const int64_t n_tasks = (a.N + GEMV_ROWS - 1) / GEMV_ROWS;
+  auto task = [&](int64_t t) {
+    const int64_t r_end = std::min(a.N, (t + 1) * GEMV_ROWS);
+    for (int64_t m = 0; m < a.M; ++m) {
+      const float* xm = x + m * floats_per_row;
+      const float* as = asum + m * G;
+      float* out = a.out + m * a.N;
+      int64_t r = t * GEMV_ROWS;
+      for (; r + RB <= r_end; r += RB) {
+        float y[RB];
+        rows_fn(std::integral_constant<int, RB>{}, r, xm, as, y);
+        for (int i = 0; i < RB; ++i) out[r + i] = a.bias != nullptr ? y[i] + a.bias[r + i] : y[i];
+      }
+      for (; r < r_end; ++r) {
+        float y[1];
+        rows_fn(std::integral_constant<int, 1>{}, r, xm, as, y);
+        out[r] = a.bias != nullptr ? y[0] + a.bias[r] : y[0];
+      }
+    }
+  };
+  parallel_for(n_tasks, task);
+}
+
 // 4-bit, few activation rows, y[m, r] = sum_g S[r,g] * dot(q[r, g], a[m, g]) + Z[r,g] * sum(a[m, g]), over bytes
 // (every level but AVX-512).
 // Byte j of a row holds q[2j] (low nibble) and q[2j+1] (high nibble), so the activations are split once into
@@ -304,56 +360,23 @@ inline void gemv4_rows_bytes(const LinearArgs& a, int64_t r, const float* xe, co
     }
     for (int i = 0; i < rows; ++i) total[i] += acc[i] * splat(a.S[(r + i) * G + g]);
   }
-  for (int i = 0; i < rows; ++i) {
-    const float* zr = a.Z + (r + i) * G;
-    vf zacc = vf{};
-    int64_t g = 0;
-    for (; g + VL <= G; g += VL) zacc += loadu(zr + g) * loadu(as + g);
-    float v = hsum(total[i]) + hsum(zacc);
-    for (; g < G; ++g) v += zr[g] * as[g];
-    y[i] = v;
-  }
+  finish_rows<rows>(a, r, G, total, as, y);
 }
 
 template <int GS>
 void gemv4_bytes(const LinearArgs& a, const ParallelFor& parallel_for) {
-  const int64_t K = a.K, G = K / GS, row_bytes = K / 2;
-  float* even = scratch(kActivations, a.M * (2 * row_bytes + G));
-  float* odd = even + a.M * row_bytes;
-  float* asum = odd + a.M * row_bytes;
-  for (int64_t m = 0; m < a.M; ++m) {
-    const float* am = a.A + m * K;
-    for (int64_t j = 0; j < row_bytes; ++j) {
-      even[m * row_bytes + j] = am[2 * j];
-      odd[m * row_bytes + j] = am[2 * j + 1];
-    }
-    for (int64_t g = 0; g < G; ++g) {
-      float s = 0.f;
-      for (int64_t k = 0; k < GS; ++k) s += am[g * GS + k];
-      asum[m * G + g] = s;
-    }
-  }
-  const int64_t n_tasks = (a.N + GEMV_ROWS - 1) / GEMV_ROWS;
-  auto task = [&](int64_t t) {
-    const int64_t r_end = std::min(a.N, (t + 1) * GEMV_ROWS);
-    for (int64_t m = 0; m < a.M; ++m) {
-      const float* xe = even + m * row_bytes;
-      const float* xo = odd + m * row_bytes;
-      const float* as = asum + m * G;
-      int64_t r = t * GEMV_ROWS;
-      for (; r + RB <= r_end; r += RB) {
-        float y[RB];
-        gemv4_rows_bytes<GS, RB>(a, r, xe, xo, as, y);
-        for (int i = 0; i < RB; ++i) a.out[m * a.N + r + i] = a.bias != nullptr ? y[i] + a.bias[r + i] : y[i];
-      }
-      for (; r < r_end; ++r) {
-        float y[1];
-        gemv4_rows_bytes<GS, 1>(a, r, xe, xo, as, y);
-        a.out[m * a.N + r] = a.bias != nullptr ? y[0] + a.bias[r] : y[0];
-      }
-    }
-  };
-  parallel_for(n_tasks, task);
+  const int64_t row_bytes = a.K / 2;
+  gemv4_frame<GS>(
+      a, parallel_for, 2 * row_bytes,
+      [&](const float* am, float* x) {  // x[0, row_bytes): even positions; x[row_bytes, 2 row_bytes): odd ones
+        for (int64_t j = 0; j < row_bytes; ++j) {
+          x[j] = am[2 * j];
+          x[row_bytes + j] = am[2 * j + 1];
+        }
+      },
+      [&](auto rows, int64_t r, const float* x, const float* as, float* y) {
+        gemv4_rows_bytes<GS, decltype(rows)::value>(a, r, x, x + row_bytes, as, y);
+      });
 }
 
 #if defined(FPA_LOWBIT_X86_AVX512)
@@ -419,53 +442,21 @@ inline void gemv4_rows_words(const LinearArgs& a, int64_t r, const float* xt, co
       }
     }
   }
-  for (int i = 0; i < rows; ++i) {
-    const float* zr = a.Z + (r + i) * G;
-    vf zacc = vf{};
-    int64_t g = 0;
-    for (; g + VL <= G; g += VL) zacc += loadu(zr + g) * loadu(as + g);
-    float v = hsum(total[i]) + hsum(zacc);
-    for (; g < G; ++g) v += zr[g] * as[g];
-    y[i] = v;
-  }
+  finish_rows<rows>(a, r, G, total, as, y);
 }
 
 template <int GS>
 void gemv4_words(const LinearArgs& a, const ParallelFor& parallel_for) {
-  const int64_t K = a.K, G = K / GS, kd = K / 8;  // kd: words per row, the stride of one nibble position
-  float* xt = scratch(kActivations, a.M * (8 * kd + G));
-  float* asum = xt + a.M * 8 * kd;
-  for (int64_t m = 0; m < a.M; ++m) {
-    const float* am = a.A + m * K;
-    float* xm = xt + m * 8 * kd;
-    for (int64_t d = 0; d < kd; ++d)
-      for (int j = 0; j < 8; ++j) xm[j * kd + d] = am[8 * d + j];
-    for (int64_t g = 0; g < G; ++g) {
-      float s = 0.f;
-      for (int64_t k = 0; k < GS; ++k) s += am[g * GS + k];
-      asum[m * G + g] = s;
-    }
-  }
-  const int64_t n_tasks = (a.N + GEMV_ROWS - 1) / GEMV_ROWS;
-  auto task = [&](int64_t t) {
-    const int64_t r_end = std::min(a.N, (t + 1) * GEMV_ROWS);
-    for (int64_t m = 0; m < a.M; ++m) {
-      const float* xm = xt + m * 8 * kd;
-      const float* as = asum + m * G;
-      int64_t r = t * GEMV_ROWS;
-      for (; r + RB <= r_end; r += RB) {
-        float y[RB];
-        gemv4_rows_words<GS, RB>(a, r, xm, as, y);
-        for (int i = 0; i < RB; ++i) a.out[m * a.N + r + i] = a.bias != nullptr ? y[i] + a.bias[r + i] : y[i];
-      }
-      for (; r < r_end; ++r) {
-        float y[1];
-        gemv4_rows_words<GS, 1>(a, r, xm, as, y);
-        a.out[m * a.N + r] = a.bias != nullptr ? y[0] + a.bias[r] : y[0];
-      }
-    }
-  };
-  parallel_for(n_tasks, task);
+  const int64_t kd = a.K / 8;  // words per row, the stride of one nibble position
+  gemv4_frame<GS>(
+      a, parallel_for, 8 * kd,
+      [&](const float* am, float* x) {
+        for (int64_t d = 0; d < kd; ++d)
+          for (int j = 0; j < 8; ++j) x[j * kd + d] = am[8 * d + j];
+      },
+      [&](auto rows, int64_t r, const float* x, const float* as, float* y) {
+        gemv4_rows_words<GS, decltype(rows)::value>(a, r, x, as, y);
+      });
 }
 #endif  // FPA_LOWBIT_X86_AVX512
 
