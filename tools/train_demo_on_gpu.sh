@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Train the v2 demo model on a lent GPU machine whose commands may run 10 minutes at most.
 #
+#   bash tools/train_demo_on_gpu.sh stage   # install and unpack the base synthesizers only (a call of its own
+#                                           # when the extra synthesizers' packages need a second transfer)
 #   bash tools/train_demo_on_gpu.sh start   # install, unpack the synthesizers, start training detached, then wait
 #   bash tools/train_demo_on_gpu.sh wait    # wait for it (again and again, each call within the previous one's
 #                                           # idle window), and collect the results into $OUT
@@ -14,7 +16,9 @@
 # Inputs, in the repository root: .whl/ (NeMo and the Python packages the machine lacks: on 2026-12-02 the 45
 # wheels of nemo_toolkit 3.0.0's asr needs missing from the image, lightning 2.4.0 among them, since the image's
 # lightning breaks nv-one-logger; about 19 MB; tools/gpu_train_wheels.txt lists them) and build/tts-debs/
-# (made here by `python -m parakeet_executorch.training.tts_bundle pack build/tts-debs`). Training options can
+# (made here by `python -m parakeet_executorch.training.tts_bundle pack build/tts-debs`); for
+# --extra-voice-fraction also build/tts-debs-extra (`... pack --extra build/tts-debs-extra`, ~59 MB: carry it in
+# the "start" call after a "stage" call that carried the rest, as one call may carry 64 MiB). Training options can
 # be overridden with TRAIN_ARGS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,12 +31,8 @@ NAME=parakeet-tdt-demo.nemo
 export PYTHONPATH="$RUN/site:$PWD/src" PYTHONUNBUFFERED=1 PARAKEET_TTS_PREFIX="$RUN/tts"
 export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 
-start() {
+stage() {
   mkdir -p "$RUN"
-  if [ -e "$RUN/pid" ]; then
-    echo "a run was already started in $RUN; use: $0 wait" >&2
-    exit 1
-  fi
   if compgen -G ".whl/*.whl" >/dev/null; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$RUN/site" .whl/*.whl
   fi
@@ -42,9 +42,21 @@ start() {
   printf 'import numpy\nif not hasattr(numpy, "row_stack"):\n    numpy.row_stack = numpy.vstack\n' \
     >"$RUN/site/sitecustomize.py"
   python3 -m parakeet_executorch.training.tts_bundle unpack build/tts-debs "$RUN/tts"
+  touch "$RUN/staged"
   python3 -c "import torch, nemo.collections.asr, soundfile, soxr, jiwer; print('torch', torch.__version__, \
 'cuda', torch.cuda.is_available() and torch.cuda.get_device_name(0))"
   nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv || true
+}
+
+start() {
+  if [ -e "$RUN/pid" ]; then
+    echo "a run was already started in $RUN; use: $0 wait" >&2
+    exit 1
+  fi
+  [ -e "$RUN/staged" ] || stage
+  if [ -d build/tts-debs-extra ]; then
+    python3 -m parakeet_executorch.training.tts_bundle unpack build/tts-debs-extra "$RUN/tts"
+  fi
   # shellcheck disable=SC2086  # TRAIN_ARGS is a list of options
   setsid nohup python3 -m parakeet_executorch.training.train --out "$RUN/$NAME" --device "${DEVICE:-cuda}" --workers "$(nproc)" \
     $TRAIN_ARGS >"$RUN/train.log" 2>&1 </dev/null &
@@ -92,7 +104,8 @@ wait_for_it() {
 }
 
 case "${1:-}" in
+  stage) stage ;;
   start) start; wait_for_it ;;
   wait) wait_for_it ;;
-  *) echo "usage: $0 start|wait" >&2; exit 2 ;;
+  *) echo "usage: $0 stage|start|wait" >&2; exit 2 ;;
 esac

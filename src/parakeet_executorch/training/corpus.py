@@ -16,6 +16,9 @@ Training mix (``training_set``, seed 0 by default):
   own (+-6 dB), as in a conversation or in test set (d).
 - Augmentation: ``augment.py``'s recipe on every clip; with ``speed_perturb`` P > 0, a share P of the clips is
   first sped up or slowed down by 0.85-1.15x, pitch and formants with it (new speakers from few voices).
+- More synthesizers: with ``extra_voice_fraction`` F > 0, a share F of the voices comes from MBROLA's diphone voices
+  (us1, us2, us3, en1; driven by espeak-ng), RHVoice's HTS voices (alan, bdl, clb, slt) and SVOX Pico (en-US,
+  en-GB), one draw per voice, at speeds x0.75-1.3 and pitches around the voice's own (Debian non-free packages).
 
 Held-out material (never in training):
 - voices: the espeak-ng variants m6 and f4, at speeds and pitches inside the training range; all of festival
@@ -44,6 +47,9 @@ from .synth import (
     FESTIVAL_VOICES,
     FLITE_DEFAULT_F0,
     FLITE_VOICES,
+    MBROLA_VOICES,
+    PICO_VOICES,
+    RHVOICE_VOICES,
     SAMPLE_RATE,
     EspeakError,
     SynthError,
@@ -122,7 +128,26 @@ def _estimate_s(segment: str, kind: str, voice: Voice) -> float:
     return len(segment.split()) * SECONDS_PER_WORD[kind] / voice.speed + 0.3
 
 
-def _train_voice(rng: random.Random) -> Voice:
+# The training voices of the synthesizers beyond espeak-ng and flite (``extra_voice_fraction``), one draw each.
+EXTRA_VOICES = (
+    *(("mbrola", n) for n in MBROLA_VOICES),
+    *(("rhvoice", n) for n in RHVOICE_VOICES),
+    *(("pico", n) for n in PICO_VOICES),
+)
+
+
+def _extra_voice(rng: random.Random) -> Voice:
+    synth, name = rng.choice(EXTRA_VOICES)
+    if synth == "mbrola":
+        return Voice(synth, name, speed=round(rng.uniform(0.75, 1.2), 3), pitch=rng.randint(30, 70))
+    # RHVoice and pico: speed factor and pitch in percent of the voice's own.
+    return Voice(synth, name, speed=round(rng.uniform(0.8, 1.3), 3), pitch=rng.randint(85, 120))
+
+
+def _train_voice(rng: random.Random, extra: float = 0.0) -> Voice:
+    # At extra == 0 no draw is spent, so a seed gives the clips of earlier versions.
+    if extra > 0 and rng.random() < extra:
+        return _extra_voice(rng)
     if rng.random() < 0.5:
         variant = rng.choice(TRAIN_VARIANTS)
         return Voice(
@@ -177,6 +202,7 @@ def training_set(
     long_fraction: float = 0.3,
     mixed_voice_fraction: float = 0.0,
     speed_perturb: float = 0.0,
+    extra_voice_fraction: float = 0.0,
 ) -> list[Clip]:
     """The training clips: ``clips`` of them, or else clips until the estimated audio reaches ``hours``.
 
@@ -187,6 +213,9 @@ def training_set(
             random draws are those of earlier versions, so a seed gives the same clips as before.
         speed_perturb: probability that a clip's augmentation starts with a speed (and formant) change of
             0.85-1.15x (``augment.py``); 0 keeps the draws of earlier versions.
+        extra_voice_fraction: share of the voices (of clips and of mixed-voice segments) drawn from MBROLA, RHVoice
+            and SVOX Pico (``EXTRA_VOICES``, one draw per voice) instead of espeak-ng and flite; festival stays held
+            out. 0 keeps the draws of earlier versions.
     Raises:
         ValueError: neither ``hours`` nor ``clips``, or a fraction outside [0, 1].
     """
@@ -196,6 +225,7 @@ def training_set(
         ("long_fraction", long_fraction),
         ("mixed_voice_fraction", mixed_voice_fraction),
         ("speed_perturb", speed_perturb),
+        ("extra_voice_fraction", extra_voice_fraction),
     )
     for name, value in fractions:
         if not 0.0 <= value <= 1.0:
@@ -205,7 +235,7 @@ def training_set(
     total_s = long_s = 0.0
     # hours is only read when clips is None, where the caller gives it (it defaults to 24).
     while (len(out) < clips) if clips is not None else (total_s < hours * 3600):  # type: ignore[operator]
-        voice = _train_voice(rng)
+        voice = _train_voice(rng, extra_voice_fraction)
         long = long_fraction > 0 and long_s <= long_fraction * total_s
         target = rng.uniform(*LONG_SECONDS) if long else 0.0
         mixed = long and mixed_voice_fraction > 0 and rng.random() < mixed_voice_fraction
@@ -217,7 +247,7 @@ def training_set(
             seg, kind = _train_segment(rng)
             segments.append(seg)
             kinds.append(kind)
-            voices.append(voice if not mixed or len(segments) == 1 else _train_voice(rng))
+            voices.append(voice if not mixed or len(segments) == 1 else _train_voice(rng, extra_voice_fraction))
             est += _estimate_s(seg, kind, voices[-1]) + (sum(PAUSE_SECONDS) / 2 if len(segments) > 1 else 0)
         out.append(
             Clip(

@@ -1,4 +1,5 @@
-"""Speech synthesizers behind one interface: espeak-ng, flite and festival, each called as a program.
+"""Speech synthesizers behind one interface: espeak-ng, flite, festival, MBROLA, RHVoice and SVOX Pico, each called
+as a program.
 
 ``synthesize(text, voice)`` returns float32 mono audio at 16 kHz (the synthesizer's own rate resampled with libsoxr,
 HQ) for a ``Voice``: which synthesizer, which of its voices, a speed factor and a pitch. Every call is one process,
@@ -14,11 +15,20 @@ so a pool of worker processes scales over cores, and each program's output is de
   festvox-kdlpc16k) or ``voice_cmu_us_slt_arctic_hts`` (festvox-us-slt-hts); speed through ``Duration_Stretch``
   (diphone voices) or the HTS engine's ``-r``; pitch, for the HTS voice only, is a shift in semitones (``-fm``).
   It starts a Scheme interpreter per call (about 0.5 s), so it serves the held-out test sets.
+- mbrola: MBROLA's diphone voices ``us1`` (female), ``us2``, ``us3`` (male, American) and ``en1`` (male, British),
+  driven by espeak-ng (``-v mb-us1``; espeak-ng runs the ``mbrola`` program it finds on ``PATH``); speed and pitch as
+  for espeak-ng. Debian non-free: mbrola, mbrola-us1 ... mbrola-en1.
+- rhvoice: RHVoice's HTS voices ``alan`` (Scottish male), ``bdl`` (American male), ``clb`` and ``slt`` (American
+  female), through its C library (``rhvoice_say.py``); speed and pitch (a percentage of the voice's own) are its
+  relative rate and pitch. Debian non-free: rhvoice-english, librhvoice5.
+- pico: SVOX Pico's ``en-US`` and ``en-GB`` voices (both female) through ``pico2wave``; speed and pitch are its
+  markup's percentages (``<speed level=..>``, ``<pitch level=..>``). Debian non-free: libttspico-utils.
 
-Programs are found, in this order, from an explicit variable (``ESPEAK_NG``, ``FLITE``, ``FESTIVAL``: the binary;
-``TEXT2WAVE``: the script), from ``PARAKEET_TTS_PREFIX`` (a folder where Debian packages were unpacked with
-``dpkg -x``: ``PREFIX/usr/bin/...``, with ``PREFIX/usr/lib/x86_64-linux-gnu`` added to ``LD_LIBRARY_PATH``, espeak-ng's
-data taken from there through ``ESPEAK_DATA_PATH`` unless that is set, and festival's library from
+Programs are found, in this order, from an explicit variable (``ESPEAK_NG``, ``FLITE``, ``FESTIVAL``,
+``PICO2WAVE``: the binary; ``TEXT2WAVE``: the script), from ``PARAKEET_TTS_PREFIX`` (a folder where Debian packages
+were unpacked by ``tts_bundle.py``: ``PREFIX/usr/bin/...``, added to ``PATH``, with ``PREFIX/usr/lib/x86_64-linux-gnu``
+added to ``LD_LIBRARY_PATH``, espeak-ng's data taken from there through ``ESPEAK_DATA_PATH``, RHVoice's from
+``PREFIX/usr/share/RHVoice`` through ``RHVOICE_DATA_PATH`` unless those are set, and festival's library from
 ``PREFIX/usr/share/festival`` unless ``FESTIVAL_LIBDIR`` is set), then from ``PATH``.
 """
 
@@ -28,6 +38,7 @@ import io
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,16 +46,22 @@ from pathlib import Path
 import numpy as np
 
 SAMPLE_RATE = 16000
-SYNTHS = ("espeak", "flite", "festival")
+SYNTHS = ("espeak", "flite", "festival", "mbrola", "rhvoice", "pico")
 FLITE_VOICES = ("kal", "kal16", "awb", "rms", "slt")
 # Median f0 (Hz) each flite voice speaks at by default, measured on a sentence; pitch factors scale these.
 FLITE_DEFAULT_F0 = {"kal": 95, "kal16": 95, "awb": 130, "rms": 100, "slt": 170}
 FESTIVAL_VOICES = ("kal_diphone", "ked_diphone", "cmu_us_slt_arctic_hts")
+MBROLA_VOICES = ("us1", "us2", "us3", "en1")
+RHVOICE_VOICES = ("alan", "bdl", "clb", "slt")
+PICO_VOICES = ("en-US", "en-GB")
 ESPEAK_DEFAULT_WPM = 175
 APT_PACKAGE = {
     "espeak": "espeak-ng",
     "flite": "flite",
     "festival": "festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts",
+    "mbrola": "espeak-ng mbrola mbrola-us1 mbrola-us2 mbrola-us3 mbrola-en1 (Debian non-free)",
+    "rhvoice": "rhvoice-english librhvoice5 (Debian non-free)",
+    "pico": "libttspico-utils (Debian non-free)",
 }
 
 
@@ -59,8 +76,8 @@ EspeakError = SynthError
 @dataclass(frozen=True)
 class Voice:
     """One way of speaking: synthesizer, its voice name, speed factor (1.0 = the voice's default rate), pitch
-    (espeak-ng: 0-99; flite: f0 mean in Hz; festival HTS: semitones; festival diphone: unused; None: the voice's
-    default), and espeak-ng's word gap (10 ms units)."""
+    (espeak-ng and mbrola: 0-99; flite: f0 mean in Hz; festival HTS: semitones; rhvoice and pico: percent of the
+    voice's own; festival diphone: unused; None: the voice's default), and espeak-ng's word gap (10 ms units)."""
 
     synth: str
     name: str
@@ -86,8 +103,12 @@ def _env() -> dict:
     if prefix is not None:
         libdir = prefix / "usr" / "lib" / "x86_64-linux-gnu"
         env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (str(libdir), env.get("LD_LIBRARY_PATH")) if p)
-        # espeak-ng reads ESPEAK_DATA_PATH/espeak-ng-data.
+        # espeak-ng runs the mbrola program from PATH.
+        env["PATH"] = os.pathsep.join(p for p in (str(prefix / "usr" / "bin"), env.get("PATH")) if p)
+        # espeak-ng reads ESPEAK_DATA_PATH/espeak-ng-data (and MBROLA voices from its mbrola/ folder).
         env.setdefault("ESPEAK_DATA_PATH", str(libdir))
+        env.setdefault("RHVOICE_DATA_PATH", str(prefix / "usr" / "share" / "RHVoice"))
+        env.setdefault("RHVOICE_CONFIG_PATH", str(prefix / "etc" / "RHVoice"))
     return env
 
 
@@ -109,7 +130,20 @@ def program(synth: str) -> list[str]:
         libdir = os.environ.get("FESTIVAL_LIBDIR") or (str(prefix / "usr/share/festival") if prefix else None)
         # text2wave's "#!/usr/bin/festival --script" line names the system binary; run the one we found instead.
         return [binary, *(["--libdir", libdir] if libdir else []), "--script", script]
-    name, var = {"espeak": ("espeak-ng", "ESPEAK_NG"), "flite": ("flite", "FLITE")}[synth]
+    if synth == "mbrola":
+        if not _find("mbrola", prefix):
+            raise SynthError(f"mbrola not found: install it (apt-get install {APT_PACKAGE['mbrola']})")
+        return program("espeak")
+    if synth == "rhvoice":
+        import ctypes.util
+
+        bundled = prefix is not None and (prefix / "usr/lib/x86_64-linux-gnu/libRHVoice.so.5").is_file()
+        if not bundled and not ctypes.util.find_library("RHVoice"):
+            raise SynthError(f"RHVoice's library not found: install it (apt-get install {APT_PACKAGE['rhvoice']})")
+        return [sys.executable, "-m", "parakeet_executorch.training.rhvoice_say"]
+    name, var = {"espeak": ("espeak-ng", "ESPEAK_NG"), "flite": ("flite", "FLITE"), "pico": ("pico2wave", "PICO2WAVE")}[
+        synth
+    ]
     found = os.environ.get(var) or _find(name, prefix)
     if not found:
         raise SynthError(
@@ -141,8 +175,16 @@ def versions(synths=SYNTHS) -> dict[str, str]:
             text = next(
                 line for line in _run(cmd + ["--version"], check=False).decode().splitlines() if "version" in line
             )
-        else:
+        elif synth == "festival":
             text = _run(cmd[:1] + ["--version"]).decode()
+        elif synth == "mbrola":
+            # mbrola prints no version; espeak-ng's (which drives it) and the voices stand for it.
+            text = "mbrola via " + _run(cmd + ["--version"]).decode().split("Data at")[0].strip()
+        elif synth == "rhvoice":
+            text = "RHVoice " + _run(cmd + ["--version"]).decode()
+        else:
+            # pico2wave has no version option; Debian's package version stands for it.
+            text = "svox pico (libttspico-utils)"
         out[synth] = text.strip()
     return out
 
@@ -213,6 +255,35 @@ def synthesize(text: str, voice: Voice, sample_rate: int = SAMPLE_RATE) -> np.nd
                 setting = f"(Parameter.set 'Duration_Stretch {1 / voice.speed:.4f})"
             _run(program("festival") + ["-eval", f"(voice_{voice.name})", "-eval", setting, "-o", str(dst), str(src)])
             samples, rate = _decode(dst.read_bytes() if dst.exists() else b"", f"festival {voice.describe()}")
+    elif voice.synth == "mbrola":
+        if voice.name not in MBROLA_VOICES:
+            raise ValueError(f"unknown mbrola voice {voice.name!r}; supported: {MBROLA_VOICES}")
+        cmd = program("mbrola") + [
+            "-v",
+            f"mb-{voice.name}",
+            "-s",
+            str(round(ESPEAK_DEFAULT_WPM * voice.speed)),
+            "-p",
+            str(50 if voice.pitch is None else voice.pitch),
+            "--stdout",
+            text,
+        ]
+        samples, rate = _decode(_run(cmd), f"mbrola {voice.describe()}")
+    elif voice.synth == "rhvoice":
+        if voice.name not in RHVOICE_VOICES:
+            raise ValueError(f"unknown RHVoice voice {voice.name!r}; supported: {RHVOICE_VOICES}")
+        pitch = 1.0 if voice.pitch is None else voice.pitch / 100
+        cmd = program("rhvoice") + ["--voice", voice.name, "--rate", f"{voice.speed:.4f}", "--pitch", f"{pitch:.4f}"]
+        samples, rate = _decode(_run(cmd + ["--", text]), f"rhvoice {voice.describe()}")
+    elif voice.synth == "pico":
+        if voice.name not in PICO_VOICES:
+            raise ValueError(f"unknown pico voice {voice.name!r}; supported: {PICO_VOICES}")
+        markup = f'<speed level="{round(100 * voice.speed)}"><pitch level="{voice.pitch or 100}">{text}</pitch></speed>'
+        with tempfile.TemporaryDirectory() as tmp:
+            # pico2wave only writes to a file whose name ends in .wav.
+            dst = Path(tmp) / "out.wav"
+            _run(program("pico") + ["-l", voice.name, "-w", str(dst), markup])
+            samples, rate = _decode(dst.read_bytes() if dst.exists() else b"", f"pico {voice.describe()}")
     else:
         raise ValueError(f"unknown synthesizer {voice.synth!r}; expected one of {SYNTHS}")
     return resample(to_mono(samples), rate, sample_rate)

@@ -3,7 +3,8 @@
 The model is NeMo's ``EncDecRNNTBPEModel`` with the ``demo2`` size of ``testing/config.py`` (FastConformer encoder
 with 8x depthwise-striding subsampling and relative-position attention, 2-layer LSTM prediction network, TDT
 joint with durations [0..4]) and a SentencePiece BPE tokenizer trained on the corpus text. The corpus comes from
-``training/corpus.py`` (espeak-ng and flite speech of a 5,000-word vocabulary, 30 % of it in 20-40 s clips).
+``training/corpus.py`` (espeak-ng and flite speech of a 5,000-word vocabulary, 30 % of it in 20-40 s clips; with
+``--extra-voice-fraction`` F, a share F of the voices from MBROLA, RHVoice and SVOX Pico: corpus v3).
 Synthesis runs on a
 pool of processes, one per core. Each step runs NeMo's own modules: ``model.forward`` (preprocessor, SpecAugment,
 encoder), the prediction network, the joint, and the TDT loss: NeMo's numba loss on CUDA, or
@@ -130,7 +131,8 @@ def _make_data(args, log: dict) -> dict:
 
     from . import corpus, text
 
-    log["synthesizers"] = corpus.versions(["espeak", "flite"])
+    extra = args.extra_voice_fraction
+    log["synthesizers"] = corpus.versions(["espeak", "flite", *(("mbrola", "rhvoice", "pico") if extra else ())])
     clips = corpus.training_set(
         args.seed,
         hours=args.hours,
@@ -138,6 +140,7 @@ def _make_data(args, log: dict) -> dict:
         long_fraction=args.long_fraction,
         mixed_voice_fraction=args.mixed_voice_fraction,
         speed_perturb=args.speed_perturb,
+        extra_voice_fraction=extra,
     )
     dev = corpus.dev_set(args.dev_utterances, args.seed + 1)
     print(f"synthesizing {len(clips)} training clips on {args.workers or 'all'} cores ...", flush=True)
@@ -191,7 +194,7 @@ def train(args) -> dict:
         "seed": args.seed,
         "size": args.size,
         "device": str(device),
-        "corpus": "v2",
+        "corpus": "v3" if args.extra_voice_fraction else "v2",
         "torch": torch.__version__,
         "history": [],
     }
@@ -379,6 +382,13 @@ def main(argv: list[str] | None = None) -> int:
         help="share of the training clips sped up or slowed down by 0.85-1.15x, formants with them (augment.py)",
     )
     p.add_argument(
+        "--extra-voice-fraction",
+        type=float,
+        default=0.0,
+        help="share of the training voices from MBROLA, RHVoice and SVOX Pico instead of espeak-ng and flite "
+        "(corpus.py; Debian non-free packages)",
+    )
+    p.add_argument(
         "--vtlp",
         type=float,
         default=0.0,
@@ -423,6 +433,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--mixed-voice-fraction must be in [0, 1], got {args.mixed_voice_fraction}")
     if not 0 <= args.speed_perturb <= 1:
         p.error(f"--speed-perturb must be in [0, 1], got {args.speed_perturb}")
+    if not 0 <= args.extra_voice_fraction <= 1:
+        p.error(f"--extra-voice-fraction must be in [0, 1], got {args.extra_voice_fraction}")
     if not 0 <= args.vtlp <= 1:
         p.error(f"--vtlp must be in [0, 1], got {args.vtlp}")
     if args.vocab_size is None:

@@ -1,12 +1,21 @@
-"""Carry the training synthesizers (espeak-ng, flite) to a machine without them, as Debian packages.
+"""Carry the training synthesizers (espeak-ng, flite; MBROLA, RHVoice, SVOX Pico) to a machine without them, as
+Debian packages.
 
 ``python -m parakeet_executorch.training.tts_bundle pack DIR`` (on a Debian 12 machine with apt and gcc) downloads
 the packages training needs into ``DIR`` with ``apt-get download`` and builds ``DIR/libpcaudio.so.0``, a stub of
 espeak-ng's audio-output library: the real one pulls in PulseAudio's whole client stack, and writing WAV data to
-stdout never calls it. ``... unpack DIR PREFIX`` (anywhere, no dpkg or root needed: the ``.deb`` files are read with
-Python's ``ar`` parsing and ``tarfile``) extracts them into ``PREFIX``, adds the stub, rewrites absolute symlinks into
-the prefix, and checks that both programs run with ``PARAKEET_TTS_PREFIX=PREFIX`` (``synth.py`` then finds the
-programs, their libraries and espeak-ng's data there).
+stdout never calls it. ``pack --extra DIR2`` downloads the packages of the extra synthesizers (``corpus.py``'s
+``extra_voice_fraction``; Debian's contrib and non-free components must be in apt's sources) into a folder of its
+own, since both together exceed what one transfer to the lent GPU machine may carry. ``... unpack DIR PREFIX``
+(anywhere, no dpkg or root needed: the ``.deb`` files are read with Python's ``ar`` parsing and ``tarfile``; run it
+once per folder) extracts them into ``PREFIX``, adds the stub, rewrites absolute symlinks into the prefix, makes the
+data paths compiled into the programs reachable (below), and checks that the programs it unpacked run with
+``PARAKEET_TTS_PREFIX=PREFIX`` (``synth.py`` then finds the programs, their libraries and data there).
+
+Two programs only look for their data at a path fixed at build time: espeak-ng looks for MBROLA voices in its own
+data folder first (``espeak-ng-data/mbrola/NAME``), so the voices are linked there; ``pico2wave`` only reads
+``/usr/share/pico/lang/``, so the unpacked copy has that string replaced by a link of the same length under /tmp
+(``PICO_LANG_LINK``) that points into the prefix.
 
 Festival is not carried: it only makes the held-out test sets, which are synthesized where it is installed.
 """
@@ -22,7 +31,25 @@ import tarfile
 from pathlib import Path
 
 PACKAGES = ["espeak-ng", "libespeak-ng1", "espeak-ng-data", "libsonic0", "flite", "libflite1", "libasound2"]
+EXTRA_PACKAGES = [
+    "mbrola",
+    "mbrola-us1",
+    "mbrola-us2",
+    "mbrola-us3",
+    "mbrola-en1",
+    "rhvoice-english",
+    "librhvoice5",
+    "librhvoice-core7",
+    "libttspico-utils",
+    "libttspico0",
+    "libttspico-data",
+    "libpopt0",
+]
 LIBDIR = Path("usr/lib/x86_64-linux-gnu")
+PICO_LANG = b"/usr/share/pico/lang/"
+# Same length as PICO_LANG, so the patched binary's string table keeps its layout.
+PICO_LANG_LINK = b"/tmp/parakeet-picolg/"
+assert len(PICO_LANG_LINK) == len(PICO_LANG)
 PCAUDIO_STUB = r"""
 /* Stub of libpcaudio.so.0 for espeak-ng writing WAV data (--stdout, -w): no audio device is ever opened. */
 #include <stddef.h>
@@ -38,9 +65,13 @@ const char *audio_object_strerror(struct audio_object *o, int e) { return "pcaud
 """
 
 
-def pack(folder: Path) -> None:
+def pack(folder: Path, extra: bool = False) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["apt-get", "download", *PACKAGES], cwd=folder, check=True)
+    subprocess.run(["apt-get", "download", *(EXTRA_PACKAGES if extra else PACKAGES)], cwd=folder, check=True)
+    if extra:
+        for p in sorted(folder.iterdir()):
+            print(f"{p.stat().st_size / 1e6:7.2f} MB  {p.name}")
+        return
     src = folder / "pcaudio_stub.c"
     src.write_text(PCAUDIO_STUB)
     subprocess.run(
@@ -106,11 +137,46 @@ def unpack(folder: Path, prefix: Path) -> None:
     if stub.is_file():
         (prefix / LIBDIR).mkdir(parents=True, exist_ok=True)
         (prefix / LIBDIR / "libpcaudio.so.0").write_bytes(stub.read_bytes())
+    mbrola = prefix / "usr/share/mbrola"
+    if mbrola.is_dir():
+        (prefix / LIBDIR / "espeak-ng-data/mbrola").mkdir(parents=True, exist_ok=True)
+        for voice_dir in sorted(d for d in mbrola.iterdir() if (d / d.name).is_file()):
+            link = prefix / LIBDIR / "espeak-ng-data/mbrola" / voice_dir.name
+            if link.is_symlink() or link.exists():
+                link.unlink()
+            os.symlink(voice_dir / voice_dir.name, link)
+    pico2wave = prefix / "usr/bin/pico2wave"
+    if pico2wave.is_file():
+        blob = pico2wave.read_bytes()
+        if PICO_LANG in blob:
+            pico2wave.write_bytes(blob.replace(PICO_LANG, PICO_LANG_LINK))
+        link = Path(PICO_LANG_LINK.decode().rstrip("/"))
+        if link.is_symlink():
+            link.unlink()
+        os.symlink(prefix / "usr/share/pico/lang", link)
     os.environ["PARAKEET_TTS_PREFIX"] = str(prefix)
     from .synth import Voice, synthesize, versions
 
-    print(versions(["espeak", "flite"]))
-    for voice in (Voice("espeak", "en-us"), Voice("flite", "slt")):
+    synths = [
+        synth
+        for synth, marker in (
+            ("espeak", "usr/bin/espeak-ng"),
+            ("flite", "usr/bin/flite"),
+            ("mbrola", "usr/bin/mbrola"),
+            ("rhvoice", "usr/lib/x86_64-linux-gnu/libRHVoice.so.5"),
+            ("pico", "usr/bin/pico2wave"),
+        )
+        if (prefix / marker).exists()
+    ]
+    print(versions(synths))
+    examples = {
+        "espeak": Voice("espeak", "en-us"),
+        "flite": Voice("flite", "slt"),
+        "mbrola": Voice("mbrola", "us2"),
+        "rhvoice": Voice("rhvoice", "bdl"),
+        "pico": Voice("pico", "en-GB"),
+    }
+    for voice in (examples[s] for s in synths):
         audio = synthesize("the prefix works", voice)
         print(f"{voice.describe()}: {len(audio) / 16000:.2f} s of audio")
     print(f"export PARAKEET_TTS_PREFIX={prefix}")
@@ -121,12 +187,13 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="cmd", required=True)
     sp = sub.add_parser("pack", help="apt-get download the packages and build the pcaudio stub into DIR")
     sp.add_argument("dir", type=Path)
+    sp.add_argument("--extra", action="store_true", help="the extra synthesizers' packages (MBROLA, RHVoice, Pico)")
     su = sub.add_parser("unpack", help="extract DIR's packages into PREFIX and check that they run")
     su.add_argument("dir", type=Path)
     su.add_argument("prefix", type=Path)
     args = p.parse_args(argv)
     if args.cmd == "pack":
-        pack(args.dir)
+        pack(args.dir, extra=args.extra)
     else:
         unpack(args.dir, args.prefix)
     return 0
