@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import random
 import re
 
@@ -76,6 +78,9 @@ def test_sentences_file_is_normalised_and_in_vocabulary():
         synth.Voice("flite", "kal"),
         synth.Voice("festival", "kal_diphone", 1.1),
         synth.Voice("festival", "cmu_us_slt_arctic_hts", 0.9, 1),
+        synth.Voice("mbrola", "us2", 1.1, 40),
+        synth.Voice("rhvoice", "bdl", 0.9, 110),
+        synth.Voice("pico", "en-GB", 1.2, 90),
     ],
     ids=lambda v: f"{v.synth}-{v.name}",
 )
@@ -94,6 +99,62 @@ def test_speed_changes_the_length():
     slow = synth.synthesize(SHORT, synth.Voice("flite", "kal16", 0.8))
     fast = synth.synthesize(SHORT, synth.Voice("flite", "kal16", 1.25))
     assert len(fast) < 0.8 * len(slow)
+
+
+@pytest.mark.parametrize(
+    "slow, fast",
+    [
+        (synth.Voice("mbrola", "us3", 0.8), synth.Voice("mbrola", "us3", 1.25)),
+        (synth.Voice("rhvoice", "alan", 0.8), synth.Voice("rhvoice", "alan", 1.25)),
+        (synth.Voice("pico", "en-US", 0.8), synth.Voice("pico", "en-US", 1.25)),
+    ],
+    ids=lambda v: v.synth,
+)
+def test_extra_synthesizers_speed_and_pitch_take_effect(slow, fast):
+    try:
+        synth.program(slow.synth)
+    except synth.SynthError as e:
+        pytest.skip(str(e))
+    a, b = synth.synthesize(SHORT, slow), synth.synthesize(SHORT, fast)
+    assert len(b) < 0.85 * len(a)
+    low = synth.synthesize(SHORT, dataclasses.replace(slow, pitch=30 if slow.synth == "mbrola" else 80))
+    high = synth.synthesize(SHORT, dataclasses.replace(slow, pitch=70 if slow.synth == "mbrola" else 125))
+    assert not np.array_equal(low[: min(len(low), len(high))], high[: min(len(low), len(high))])
+
+
+def test_extra_synthesizers_refuse_unknown_voices_and_name_missing_packages(monkeypatch):
+    for bad in (synth.Voice("mbrola", "xx9"), synth.Voice("rhvoice", "nobody"), synth.Voice("pico", "en-AU")):
+        with pytest.raises(ValueError, match="supported"):
+            synth.synthesize(SHORT, bad)
+    import ctypes.util
+
+    monkeypatch.delenv("PARAKEET_TTS_PREFIX", raising=False)
+    monkeypatch.delenv("PICO2WAVE", raising=False)
+    monkeypatch.setattr(ctypes.util, "find_library", lambda name: None)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(synth.SynthError, match="rhvoice-english librhvoice5"):
+        synth.program("rhvoice")
+    with pytest.raises(synth.SynthError, match="mbrola-us1"):
+        synth.program("mbrola")
+    with pytest.raises(synth.SynthError, match="libttspico-utils"):
+        synth.program("pico")
+
+
+def test_rhvoice_program_fails_in_one_line_without_data(tmp_path):
+    import subprocess
+    import sys
+
+    env = dict(os.environ, RHVOICE_DATA_PATH=str(tmp_path / "none"))
+    out = tmp_path / "out.wav"
+    with out.open("wb") as f:
+        proc = subprocess.run(
+            [sys.executable, "-m", "parakeet_executorch.training.rhvoice_say", "--voice", "bdl", "hello"],
+            stdout=f,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+    assert proc.returncode == 1 and out.stat().st_size == 0
+    assert proc.stderr.decode().strip().count("\n") == 0 and proc.stderr.startswith(b"error: ")
 
 
 def test_a_missing_synthesizer_names_its_package(monkeypatch):
@@ -262,3 +323,50 @@ def test_speed_perturbed_training_clips_keep_their_draws():
     assert a.dtype == b.dtype == np.float32 and len(a) != len(b)
     with pytest.raises(ValueError, match="speed_perturb"):
         corpus.training_set(5, clips=3, speed_perturb=2.0)
+
+
+def test_extra_voices_replace_a_share_of_the_draws_and_keep_festival_held_out():
+    """At 0 the clips are those of earlier versions; at F a share near F of the clip voices comes from MBROLA,
+    RHVoice and Pico, every one of their voices is drawn, and festival never speaks in training."""
+    base = corpus.training_set(6, clips=400)
+    assert corpus.training_set(6, clips=400, extra_voice_fraction=0.0) == base
+    clips = corpus.training_set(6, clips=400, long_fraction=0.3, mixed_voice_fraction=1.0, extra_voice_fraction=0.5)
+    voices = [c.voice for c in clips] + [v for c in clips for v in c.voices]
+    extra = [v for v in voices if v.synth in ("mbrola", "rhvoice", "pico")]
+    assert 0.4 < len(extra) / len(voices) < 0.6
+    assert {(v.synth, v.name) for v in extra} == set(corpus.EXTRA_VOICES)
+    assert not any(v.synth == "festival" for v in voices)
+    assert {v.synth for v in voices} == {"espeak", "flite", "mbrola", "rhvoice", "pico"}
+    with pytest.raises(ValueError, match="extra_voice_fraction"):
+        corpus.training_set(6, clips=3, extra_voice_fraction=-0.1)
+
+
+def test_bundle_links_mbrola_voices_and_points_pico_at_the_prefix(tmp_path):
+    """tts_bundle: MBROLA voices are linked where espeak-ng looks; pico2wave's fixed data path is replaced by a
+    same-length link into the prefix, the rest of the binary untouched."""
+    import secrets
+
+    from parakeet_executorch.training import tts_bundle
+
+    prefix = tmp_path / "prefix"
+    (prefix / "usr/share/mbrola/us9").mkdir(parents=True)
+    (prefix / "usr/share/mbrola/us9/us9").write_bytes(b"diphones")
+    (prefix / "usr/share/pico/lang").mkdir(parents=True)
+    (prefix / "usr/bin").mkdir(parents=True)
+    binary = b"\x7fELF head " + tts_bundle.PICO_LANG + b"en-US_ta.bin\x00 tail"
+    (prefix / "usr/bin/pico2wave").write_bytes(binary)
+    link = f"/tmp/pk{secrets.token_hex(6)}/"[: len(tts_bundle.PICO_LANG)]
+    link = (link.rstrip("/") + "x" * len(tts_bundle.PICO_LANG))[: len(tts_bundle.PICO_LANG) - 1] + "/"
+    try:
+        tts_bundle.link_data_paths(prefix, link.encode())
+        tts_bundle.link_data_paths(prefix, link.encode())  # again: the same result
+        voice = prefix / "usr/lib/x86_64-linux-gnu/espeak-ng-data/mbrola/us9"
+        assert voice.read_bytes() == b"diphones"
+        patched = (prefix / "usr/bin/pico2wave").read_bytes()
+        assert len(patched) == len(binary) and tts_bundle.PICO_LANG not in patched and link.encode() in patched
+        assert os.path.realpath(link.rstrip("/")) == str((prefix / "usr/share/pico/lang").resolve())
+    finally:
+        if os.path.islink(link.rstrip("/")):
+            os.unlink(link.rstrip("/"))
+    with pytest.raises(ValueError, match="bytes"):
+        tts_bundle.link_data_paths(prefix, b"/tmp/short/")

@@ -17,9 +17,10 @@
 # wheels of nemo_toolkit 3.0.0's asr needs missing from the image, lightning 2.4.0 among them, since the image's
 # lightning breaks nv-one-logger; about 19 MB; tools/gpu_train_wheels.txt lists them) and build/tts-debs/
 # (made here by `python -m parakeet_executorch.training.tts_bundle pack build/tts-debs`); for
-# --extra-voice-fraction also build/tts-debs-extra (`... pack --extra build/tts-debs-extra`, ~59 MB: carry it in
-# the "start" call after a "stage" call that carried the rest, as one call may carry 64 MiB). Training options can
-# be overridden with TRAIN_ARGS.
+# --extra-voice-fraction also the extra synthesizers' packages (`... pack --extra build/tts-debs-extra`, ~62 MB),
+# split into build/tts-debs-*/ folders that each fit one transfer beside the working tree (one call may carry
+# 64 MiB in all): every call unpacks the build/tts-debs-*/ folders it finds, so "stage" calls carry the parts and
+# the last part comes with "start". Training options can be overridden with TRAIN_ARGS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN=${RUN:-/tmp/demo-train}
@@ -30,6 +31,15 @@ TRAIN_ARGS=${TRAIN_ARGS:---hours 40 --long-fraction 0.3 --steps 200000 --max-min
 NAME=parakeet-tdt-demo.nemo
 export PYTHONPATH="$RUN/site:$PWD/src" PYTHONUNBUFFERED=1 PARAKEET_TTS_PREFIX="$RUN/tts"
 export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+
+unpack_extra() {
+  # Whatever build/tts-debs-*/ folders this call carried (the extra synthesizers come in parts).
+  local d
+  for d in build/tts-debs-*/; do
+    [ -d "$d" ] && python3 -m parakeet_executorch.training.tts_bundle unpack "$d" "$RUN/tts"
+  done
+  return 0
+}
 
 stage() {
   mkdir -p "$RUN"
@@ -54,9 +64,7 @@ start() {
     exit 1
   fi
   [ -e "$RUN/staged" ] || stage
-  if [ -d build/tts-debs-extra ]; then
-    python3 -m parakeet_executorch.training.tts_bundle unpack build/tts-debs-extra "$RUN/tts"
-  fi
+  unpack_extra
   # shellcheck disable=SC2086  # TRAIN_ARGS is a list of options
   setsid nohup python3 -m parakeet_executorch.training.train --out "$RUN/$NAME" --device "${DEVICE:-cuda}" --workers "$(nproc)" \
     $TRAIN_ARGS >"$RUN/train.log" 2>&1 </dev/null &
@@ -104,7 +112,7 @@ wait_for_it() {
 }
 
 case "${1:-}" in
-  stage) stage ;;
+  stage) [ -e "$RUN/staged" ] || stage; unpack_extra ;;
   start) start; wait_for_it ;;
   wait) wait_for_it ;;
   *) echo "usage: $0 stage|start|wait" >&2; exit 2 ;;

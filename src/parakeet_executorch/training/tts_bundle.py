@@ -108,6 +108,38 @@ def _deb_data(deb: Path) -> tuple[bytes, str]:
     raise ValueError(f"{deb} has no data.tar member")
 
 
+def link_data_paths(prefix: Path, pico_link: bytes = PICO_LANG_LINK) -> None:
+    """Make the data that MBROLA voices and ``pico2wave`` look for at build-time paths reachable from ``prefix``.
+
+    Links each unpacked MBROLA voice (``usr/share/mbrola/NAME/NAME``) into espeak-ng's data folder
+    (``usr/lib/x86_64-linux-gnu/espeak-ng-data/mbrola/NAME``), where espeak-ng looks first; replaces
+    ``/usr/share/pico/lang/`` in the unpacked ``pico2wave`` by ``pico_link`` (same length) and points that link at
+    the prefix's ``usr/share/pico/lang``. Does nothing for what is not unpacked; safe to repeat.
+
+    Raises:
+        ValueError: ``pico_link`` is not as long as ``/usr/share/pico/lang/``.
+    """
+    if len(pico_link) != len(PICO_LANG) or not pico_link.endswith(b"/"):
+        raise ValueError(f"pico_link must be {len(PICO_LANG)} bytes ending in '/', got {pico_link!r}")
+    mbrola = prefix / "usr/share/mbrola"
+    if mbrola.is_dir():
+        (prefix / LIBDIR / "espeak-ng-data/mbrola").mkdir(parents=True, exist_ok=True)
+        for voice_dir in sorted(d for d in mbrola.iterdir() if (d / d.name).is_file()):
+            link = prefix / LIBDIR / "espeak-ng-data/mbrola" / voice_dir.name
+            if link.is_symlink() or link.exists():
+                link.unlink()
+            os.symlink(voice_dir / voice_dir.name, link)
+    pico2wave = prefix / "usr/bin/pico2wave"
+    if pico2wave.is_file():
+        blob = pico2wave.read_bytes()
+        if PICO_LANG in blob:
+            pico2wave.write_bytes(blob.replace(PICO_LANG, pico_link))
+        link = Path(pico_link.decode().rstrip("/"))
+        if link.is_symlink():
+            link.unlink()
+        os.symlink(prefix / "usr/share/pico/lang", link)
+
+
 def unpack(folder: Path, prefix: Path) -> None:
     prefix = prefix.resolve()
     debs = sorted(folder.glob("*.deb"))
@@ -137,23 +169,7 @@ def unpack(folder: Path, prefix: Path) -> None:
     if stub.is_file():
         (prefix / LIBDIR).mkdir(parents=True, exist_ok=True)
         (prefix / LIBDIR / "libpcaudio.so.0").write_bytes(stub.read_bytes())
-    mbrola = prefix / "usr/share/mbrola"
-    if mbrola.is_dir():
-        (prefix / LIBDIR / "espeak-ng-data/mbrola").mkdir(parents=True, exist_ok=True)
-        for voice_dir in sorted(d for d in mbrola.iterdir() if (d / d.name).is_file()):
-            link = prefix / LIBDIR / "espeak-ng-data/mbrola" / voice_dir.name
-            if link.is_symlink() or link.exists():
-                link.unlink()
-            os.symlink(voice_dir / voice_dir.name, link)
-    pico2wave = prefix / "usr/bin/pico2wave"
-    if pico2wave.is_file():
-        blob = pico2wave.read_bytes()
-        if PICO_LANG in blob:
-            pico2wave.write_bytes(blob.replace(PICO_LANG, PICO_LANG_LINK))
-        link = Path(PICO_LANG_LINK.decode().rstrip("/"))
-        if link.is_symlink():
-            link.unlink()
-        os.symlink(prefix / "usr/share/pico/lang", link)
+    link_data_paths(prefix)
     os.environ["PARAKEET_TTS_PREFIX"] = str(prefix)
     from .synth import Voice, synthesize, versions
 
