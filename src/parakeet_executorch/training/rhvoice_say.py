@@ -1,4 +1,5 @@
-"""Speak text with RHVoice through its C library, writing a WAV to stdout: the RHVoice program of ``synth.py``.
+"""Speak text with RHVoice through its C library: ``speak()`` in-process (what ``synth.py`` calls), or as a program
+writing a WAV to stdout.
 
 ``python -m parakeet_executorch.training.rhvoice_say --voice bdl --rate 1.1 --pitch 0.9 "some words" > out.wav``
 
@@ -70,16 +71,45 @@ class _SynthParams(ctypes.Structure):
     ]
 
 
-def speak(text: str, voice: str, rate: float = 1.0, pitch: float = 1.0) -> tuple[np.ndarray, int]:
-    """Synthesize ``text`` with RHVoice voice ``voice``.
+class _Engine:
+    """One RHVoice engine with its callbacks; the callbacks append to ``chunks`` of whichever call is running."""
 
-    Returns:
-        (int16 mono samples, sample rate in Hz).
-    Raises:
-        OSError: libRHVoice.so.5 is not found (Debian: librhvoice5); RuntimeError: the engine or the voice could
-        not be loaded, or synthesis failed.
-    """
-    lib = ctypes.CDLL("libRHVoice.so.5")
+    def __init__(self, lib: ctypes.CDLL, data_path: str, config_path: str):
+        self.lib = lib
+        self.chunks: list[np.ndarray] = []
+        self.rates: list[int] = []
+
+        def set_rate(sample_rate, _user):
+            self.rates.append(sample_rate)
+            return 1
+
+        def play(samples, count, _user):
+            self.chunks.append(np.ctypeslib.as_array(samples, shape=(count,)).copy())
+            return 1
+
+        # Kept on the object: the library calls them for as long as the engine lives.
+        self._callbacks = (_SET_RATE(set_rate), _PLAY(play))
+        params = _InitParams(
+            data_path=data_path.encode(), config_path=config_path.encode(), callbacks=_Callbacks(*self._callbacks)
+        )
+        self.handle = lib.RHVoice_new_tts_engine(ctypes.byref(params))
+        if not self.handle:
+            raise RuntimeError(f"RHVoice could not start with data at {data_path}")
+
+
+_engines: dict[tuple, _Engine] = {}
+
+
+def _library(libdir: str | None) -> ctypes.CDLL:
+    if libdir:
+        # By full path, dependencies first, so that a prefix's copies are used without LD_LIBRARY_PATH (which a
+        # running process cannot change for itself).
+        for dep in ("libsonic.so.0", "libRHVoice_core.so.7"):
+            if os.path.exists(os.path.join(libdir, dep)):
+                ctypes.CDLL(os.path.join(libdir, dep), mode=ctypes.RTLD_GLOBAL)
+        lib = ctypes.CDLL(os.path.join(libdir, "libRHVoice.so.5"))
+    else:
+        lib = ctypes.CDLL("libRHVoice.so.5")
     lib.RHVoice_new_tts_engine.restype = ctypes.c_void_p
     lib.RHVoice_new_tts_engine.argtypes = [ctypes.POINTER(_InitParams)]
     lib.RHVoice_new_message.restype = ctypes.c_void_p
@@ -93,52 +123,63 @@ def speak(text: str, voice: str, rate: float = 1.0, pitch: float = 1.0) -> tuple
     ]
     lib.RHVoice_speak.argtypes = [ctypes.c_void_p]
     lib.RHVoice_delete_message.argtypes = [ctypes.c_void_p]
-    lib.RHVoice_delete_tts_engine.argtypes = [ctypes.c_void_p]
+    lib.RHVoice_get_version.restype = ctypes.c_char_p
+    return lib
 
-    chunks: list[np.ndarray] = []
-    rates: list[int] = []
 
-    def set_rate(sample_rate, _user):
-        rates.append(sample_rate)
-        return 1
+def speak(
+    text: str,
+    voice: str,
+    rate: float = 1.0,
+    pitch: float = 1.0,
+    libdir: str | None = None,
+    data_path: str | None = None,
+    config_path: str | None = None,
+) -> tuple[np.ndarray, int]:
+    """Synthesize ``text`` with RHVoice voice ``voice``, in this process.
 
-    def play(samples, count, _user):
-        chunks.append(np.ctypeslib.as_array(samples, shape=(count,)).copy())
-        return 1
+    The engine (voice data loaded once, about 0.2 s) is kept per process for the next call with the same paths.
 
-    set_rate_cb, play_cb = _SET_RATE(set_rate), _PLAY(play)
-    params = _InitParams(
-        data_path=os.environ.get("RHVOICE_DATA_PATH", "/usr/share/RHVoice").encode(),
-        config_path=os.environ.get("RHVOICE_CONFIG_PATH", "/etc/RHVoice").encode(),
-        callbacks=_Callbacks(set_rate_cb, play_cb),
+    Args:
+        rate, pitch: RHVoice's relative rate and pitch (1.0 = the voice's own).
+        libdir: folder holding ``libRHVoice.so.5`` (and its core and libsonic) to load by path; None: the system's.
+        data_path, config_path: RHVoice's data and configuration folders (default ``RHVOICE_DATA_PATH`` /
+            ``RHVOICE_CONFIG_PATH``, else ``/usr/share/RHVoice`` / ``/etc/RHVoice``).
+    Returns:
+        (int16 mono samples, sample rate in Hz).
+    Raises:
+        OSError: libRHVoice.so.5 is not found (Debian: librhvoice5); RuntimeError: the engine or the voice could
+        not be loaded, or synthesis failed.
+    """
+    data_path = data_path or os.environ.get("RHVOICE_DATA_PATH", "/usr/share/RHVoice")
+    config_path = config_path or os.environ.get("RHVOICE_CONFIG_PATH", "/etc/RHVoice")
+    key = (libdir, data_path, config_path)
+    engine = _engines.get(key)
+    if engine is None:
+        engine = _engines[key] = _Engine(_library(libdir), data_path, config_path)
+    engine.chunks, engine.rates = [], []
+    synth = _SynthParams(
+        voice_profile=voice.encode(),
+        absolute_rate=0.0,
+        absolute_pitch=0.0,
+        absolute_volume=0.0,
+        relative_rate=rate,
+        relative_pitch=pitch,
+        relative_volume=1.0,
     )
-    engine = lib.RHVoice_new_tts_engine(ctypes.byref(params))
-    if not engine:
-        raise RuntimeError(f"RHVoice could not start with data at {params.data_path.decode()}")
+    data = text.encode()
+    lib = engine.lib
+    message = lib.RHVoice_new_message(engine.handle, data, len(data), 0, ctypes.byref(synth), None)
+    if not message:
+        raise RuntimeError(f"RHVoice rejected the message for voice {voice!r} (is its data installed?)")
     try:
-        synth = _SynthParams(
-            voice_profile=voice.encode(),
-            absolute_rate=0.0,
-            absolute_pitch=0.0,
-            absolute_volume=0.0,
-            relative_rate=rate,
-            relative_pitch=pitch,
-            relative_volume=1.0,
-        )
-        data = text.encode()
-        message = lib.RHVoice_new_message(engine, data, len(data), 0, ctypes.byref(synth), None)
-        if not message:
-            raise RuntimeError(f"RHVoice rejected the message for voice {voice!r} (is its data installed?)")
-        try:
-            if not lib.RHVoice_speak(message):
-                raise RuntimeError(f"RHVoice failed to speak with voice {voice!r}")
-        finally:
-            lib.RHVoice_delete_message(message)
+        if not lib.RHVoice_speak(message):
+            raise RuntimeError(f"RHVoice failed to speak with voice {voice!r}")
     finally:
-        lib.RHVoice_delete_tts_engine(engine)
-    if not chunks or not rates:
+        lib.RHVoice_delete_message(message)
+    if not engine.chunks or not engine.rates:
         raise RuntimeError(f"RHVoice returned no audio for voice {voice!r}")
-    return np.concatenate(chunks), rates[-1]
+    return np.concatenate(engine.chunks), engine.rates[-1]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,12 +194,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.version:
         try:
-            lib = ctypes.CDLL("libRHVoice.so.5")
+            print(_library(None).RHVoice_get_version().decode())
         except OSError as e:
             print(f"error: {e}", file=sys.stderr)
             return 1
-        lib.RHVoice_get_version.restype = ctypes.c_char_p
-        print(lib.RHVoice_get_version().decode())
         return 0
     if args.text is None:
         p.error("give the words to speak")
