@@ -113,8 +113,8 @@ def test_demo_refuses_a_missing_model(tmp_path, capsys):
 
 
 def test_training_runs_on_cpu(tmp_path):
-    """Three steps of the tiny size on the v2 corpus through the CPU TDT loss, half the utterances VTLP-warped;
-    the .nemo loads and its log is complete. No long clips: one 30 s clip makes the CPU loss take a minute (the
+    """Three steps of the tiny size on the v3 corpus (half the voices from MBROLA, RHVoice and Pico) through the
+    CPU TDT loss, half the utterances VTLP-warped; the .nemo loads and its log is complete. No long clips: one 30 s clip makes the CPU loss take a minute (the
     long-clip plan is tested in test_demo_corpus.py)."""
     from nemo.collections.asr.models import ASRModel
 
@@ -150,6 +150,8 @@ def test_training_runs_on_cpu(tmp_path):
                 "2",
                 "--vtlp",
                 "0.5",
+                "--extra-voice-fraction",
+                "0.5",
             ]
         )
         == 0
@@ -157,8 +159,9 @@ def test_training_runs_on_cpu(tmp_path):
     log = json.loads(out.with_name("t.nemo.train.json").read_text())
     assert log["steps"] == 3 and log["device"] == "cpu" and np.isfinite(log["history"][-1]["loss"])
     assert log["args"]["vtlp"] == 0.5
-    assert log["corpus"] == "v2" and log["data"]["clips"] == 24 and log["data"]["long_clips"] == 0
-    assert set(log["data"]["hours_by_synth"]) == {"espeak", "flite"}
+    assert log["corpus"] == "v3" and log["data"]["clips"] == 24 and log["data"]["long_clips"] == 0
+    assert set(log["data"]["hours_by_synth"]) - {"espeak", "flite"} and "festival" not in log["data"]["hours_by_synth"]
+    assert set(log["synthesizers"]) == {"espeak", "flite", "mbrola", "rhvoice", "pico"}
     assert log["sample"]["text"] == (DEMO_DIR / "sample.txt").read_text().strip()
     assert log["synthesizers"]["espeak"].startswith("eSpeak NG") and "flite" in log["synthesizers"]["flite"]
     model = ASRModel.restore_from(str(out), map_location="cpu")
@@ -172,6 +175,8 @@ def test_training_rejects_bad_arguments(tmp_path):
         main(["--out", str(tmp_path / "x.pt")])
     with pytest.raises(SystemExit):
         main(["--out", str(tmp_path / "missing" / "x.nemo")])
+    with pytest.raises(SystemExit):
+        main(["--out", str(tmp_path / "x.nemo"), "--extra-voice-fraction", "1.5"])
     assert not list(tmp_path.iterdir())
 
 
