@@ -114,8 +114,8 @@ def test_demo_refuses_a_missing_model(tmp_path, capsys):
 
 def test_training_runs_on_cpu(tmp_path):
     """Three steps of the tiny size on the v3 corpus (half the voices from MBROLA, RHVoice and Pico) through the
-    CPU TDT loss, half the utterances VTLP-warped; the .nemo loads and its log is complete. No long clips: one 30 s clip makes the CPU loss take a minute (the
-    long-clip plan is tested in test_demo_corpus.py)."""
+    CPU TDT loss, half the utterances VTLP-warped; the .nemo loads and its log is complete. No long clips: one 30 s
+    clip makes the CPU loss take a minute (the long-clip plan is tested in test_demo_corpus.py)."""
     from nemo.collections.asr.models import ASRModel
 
     from parakeet_executorch.training.train import main
