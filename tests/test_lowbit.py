@@ -239,6 +239,22 @@ def test_op_k1000_error():
         UIntxWeight.from_float(torch.randn(8, 1000), 4, 32)
 
 
+def test_quantize_names_the_fix_for_a_layer_it_cannot_take():
+    """quantize_ with the default filter stops at a layer that breaks a shape rule, and the error says how to skip
+    such layers and learn their names; doing so quantizes the rest and names the one left in float."""
+    from fpa_lowbit import lowbit_filter_fn
+    from torchao.quantization import quantize_
+
+    model = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.Linear(1000, 8))
+    config = UIntxWeightOnlyConfig(bitwidth=4, group_size=64)
+    with pytest.raises(ValueError, match=r"K = 1000 breaks rule K % group_size == 0.*lowbit_filter_fn"):
+        quantize_(model, config)
+    skipped: dict = {}
+    quantize_(model, config, filter_fn=lowbit_filter_fn(config, skipped=skipped))
+    assert isinstance(model[0].weight, UIntxWeight) and not isinstance(model[1].weight, UIntxWeight)
+    assert list(skipped) == ["1"] and "K = 1000" in skipped["1"]
+
+
 @pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("gs", [32, 64, 128, 256])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])

@@ -120,7 +120,11 @@ def _uintx_weight_only_transform(module: torch.nn.Module, config: FpaUIntxWeight
         _describe(module), module.weight.shape, config.group_size, config.bitwidth, multi_row=config.check_metal_rows
     )
     if reason:
-        raise ValueError(f"cannot quantize {reason}")
+        # torchao calls this handler without the module's name, so the fix names the way that reports names.
+        raise ValueError(
+            f"cannot quantize {reason}; pass filter_fn=fpa_lowbit.lowbit_filter_fn(config, skipped={{}}) to "
+            "quantize_ to leave such layers in float and get their names, or choose a group_size that divides K"
+        )
     qw = UIntxWeight.from_float(
         module.weight.detach(), config.bitwidth, config.group_size, config.uintx_choose_qparams_algorithm
     )
