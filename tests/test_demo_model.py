@@ -180,6 +180,29 @@ def test_training_rejects_bad_arguments(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+def test_training_names_a_missing_extra_synthesizer_before_synthesizing(tmp_path, monkeypatch, capsys):
+    """With --extra-voice-fraction and Pico missing, training stops at once with Pico's Debian package named,
+    exit 2, no model or log written."""
+    from parakeet_executorch.training import synth
+    from parakeet_executorch.training.train import main
+
+    real = synth.program
+
+    def without_pico(name):
+        if name == "pico":
+            raise synth.SynthError(f"pico2wave not found: install it (apt-get install {synth.APT_PACKAGE['pico']})")
+        return real(name)
+
+    monkeypatch.setattr(synth, "program", without_pico)
+    out = tmp_path / "t.nemo"
+    args = ["--out", str(out), "--device", "cpu", "--size", "tiny", "--utterances", "4", "--steps", "1"]
+    assert main([*args, "--extra-voice-fraction", "0.5"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: pico2wave not found") and "libttspico-utils" in err and err.count("\n") == 1
+    assert not list(tmp_path.iterdir())
+    assert not list(tmp_path.iterdir())
+
+
 def test_eval_wer_writes_a_table(tmp_path, demo_nemo):
     """Four clips per set and a 70 s long recording (past one 56 s window, so it is decoded buffered)."""
     from parakeet_executorch.training.evaluate import main

@@ -129,10 +129,14 @@ def _make_data(args, log: dict) -> dict:
     """
     from collections import defaultdict
 
-    from . import corpus, text
+    from . import corpus, synth, text
 
     extra = args.extra_voice_fraction
-    log["synthesizers"] = corpus.versions(["espeak", "flite", *(("mbrola", "rhvoice", "pico") if extra else ())])
+    used = ["espeak", "flite", *(("mbrola", "rhvoice", "pico") if extra else ())]
+    # Before minutes of synthesis: a missing synthesizer is named with its Debian packages now, not from a worker.
+    for name in used:
+        synth.program(name)
+    log["synthesizers"] = corpus.versions(used)
     clips = corpus.training_set(
         args.seed,
         hours=args.hours,
