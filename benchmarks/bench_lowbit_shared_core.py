@@ -5,8 +5,8 @@ A laptop or server running the transcriber beside other work gives its threads s
 claims work alongside its helpers; a helper whose core is taken by another process may not run for a scheduler
 time slice, and a caller that waits for it then loses more than the second thread gives. This prints, for each
 condition, the median, 90th percentile and mean of many calls (microseconds) and one thread's mean over this
-row's (a model's time is the sum of its calls), with
-the spinning process pinned (``os.sched_setaffinity``) to the last CPU this process may use.
+row's (a model's time is the sum of its calls), with the spinning process pinned (``os.sched_setaffinity``) to
+the last CPU this process may use.
 
     python benchmarks/bench_lowbit_shared_core.py --out benchmarks/results/lowbit_shared_core
 """
@@ -42,7 +42,8 @@ def _calls(fn, n: int) -> list[float]:
 
 
 def measure(k: int, n: int, calls: int, rounds: int) -> list[dict]:
-    """Rows of ``condition``, ``threads``, ``median_us``, ``p90_us`` for a 1 x k x n 4-bit group-32 product."""
+    """Rows of ``condition``, ``threads``, ``median_us``, ``p90_us``, ``mean_us`` for a 1 x k x n 4-bit group-32
+    product."""
     torch.manual_seed(0)
     group = 32
     B = pack_lowbit(torch.randint(0, 16, (n, k), dtype=torch.uint8), 4)

@@ -1,10 +1,10 @@
 """Speech synthesizers behind one interface: espeak-ng, flite, festival, MBROLA, RHVoice and SVOX Pico, each called
-as a program.
+as a program except RHVoice (its C library, in the calling process).
 
 ``synthesize(text, voice)`` returns float32 mono audio at 16 kHz (the synthesizer's own rate resampled with libsoxr,
-HQ) for a ``Voice``: which synthesizer, which of its voices, a speed factor and a pitch. Every call is one process,
-so a pool of worker processes scales over cores, and each program's output is deterministic for its version
-(the versions are recorded by ``versions()``).
+HQ) for a ``Voice``: which synthesizer, which of its voices, a speed factor and a pitch. Every call is one process
+(RHVoice: one engine per calling process), so a pool of worker processes scales over cores, and each synthesizer's
+output is deterministic for its version (the versions are recorded by ``versions()``).
 
 - espeak-ng: voice ``en-us``, ``en-gb+f4`` etc. (language voice ``+`` variant); speed 1.0 is its default 175 words
   per minute; pitch is its 0-99 scale (default 50); ``gap`` is extra silence between words in units of 10 ms.
@@ -45,6 +45,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .rhvoice_say import VOICES as RHVOICE_VOICES
+
 SAMPLE_RATE = 16000
 SYNTHS = ("espeak", "flite", "festival", "mbrola", "rhvoice", "pico")
 FLITE_VOICES = ("kal", "kal16", "awb", "rms", "slt")
@@ -52,7 +54,6 @@ FLITE_VOICES = ("kal", "kal16", "awb", "rms", "slt")
 FLITE_DEFAULT_F0 = {"kal": 95, "kal16": 95, "awb": 130, "rms": 100, "slt": 170}
 FESTIVAL_VOICES = ("kal_diphone", "ked_diphone", "cmu_us_slt_arctic_hts")
 MBROLA_VOICES = ("us1", "us2", "us3", "en1")
-RHVOICE_VOICES = ("alan", "bdl", "clb", "slt")
 PICO_VOICES = ("en-US", "en-GB")
 ESPEAK_DEFAULT_WPM = 175
 APT_PACKAGE = {
@@ -210,6 +211,14 @@ def _decode(wav: bytes, what: str) -> tuple[np.ndarray, int]:
     return samples, rate
 
 
+def _espeak_cmd(synth: str, espeak_voice: str, voice: Voice, text: str) -> list[str]:
+    """espeak-ng's command for ``text`` in ``espeak_voice`` (an MBROLA voice is espeak-ng's ``mb-NAME``), at
+    ``voice``'s speed, pitch and word gap, WAV to stdout."""
+    speed = str(round(ESPEAK_DEFAULT_WPM * voice.speed))
+    pitch = str(50 if voice.pitch is None else voice.pitch)
+    return program(synth) + ["-v", espeak_voice, "-s", speed, "-p", pitch, "-g", str(voice.gap), "--stdout", text]
+
+
 def synthesize(text: str, voice: Voice, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
     """Speak ``text`` (lower-case words) with ``voice``.
 
@@ -221,19 +230,7 @@ def synthesize(text: str, voice: Voice, sample_rate: int = SAMPLE_RATE) -> np.nd
     from ..audio import resample, to_mono
 
     if voice.synth == "espeak":
-        cmd = program("espeak") + [
-            "-v",
-            voice.name,
-            "-s",
-            str(round(ESPEAK_DEFAULT_WPM * voice.speed)),
-            "-p",
-            str(50 if voice.pitch is None else voice.pitch),
-            "-g",
-            str(voice.gap),
-            "--stdout",
-            text,
-        ]
-        samples, rate = _decode(_run(cmd), f"espeak-ng {voice.describe()}")
+        samples, rate = _decode(_run(_espeak_cmd("espeak", voice.name, voice, text)), f"espeak-ng {voice.describe()}")
     elif voice.synth == "flite":
         if voice.name not in FLITE_VOICES:
             raise ValueError(f"unknown flite voice {voice.name!r}; built-in voices are {FLITE_VOICES}")
@@ -258,23 +255,13 @@ def synthesize(text: str, voice: Voice, sample_rate: int = SAMPLE_RATE) -> np.nd
     elif voice.synth == "mbrola":
         if voice.name not in MBROLA_VOICES:
             raise ValueError(f"unknown mbrola voice {voice.name!r}; supported: {MBROLA_VOICES}")
-        cmd = program("mbrola") + [
-            "-v",
-            f"mb-{voice.name}",
-            "-s",
-            str(round(ESPEAK_DEFAULT_WPM * voice.speed)),
-            "-p",
-            str(50 if voice.pitch is None else voice.pitch),
-            "--stdout",
-            text,
-        ]
+        cmd = _espeak_cmd("mbrola", f"mb-{voice.name}", voice, text)
         samples, rate = _decode(_run(cmd), f"mbrola {voice.describe()}")
     elif voice.synth == "rhvoice":
         if voice.name not in RHVOICE_VOICES:
             raise ValueError(f"unknown RHVoice voice {voice.name!r}; supported: {RHVOICE_VOICES}")
         from .rhvoice_say import speak
 
-        program("rhvoice")
         prefix = _prefix()
         env = _env()
         # In this process (a synthesis worker): a process per call, loading the voice each time, made RHVoice
@@ -289,7 +276,13 @@ def synthesize(text: str, voice: Voice, sample_rate: int = SAMPLE_RATE) -> np.nd
                 data_path=env.get("RHVOICE_DATA_PATH"),
                 config_path=env.get("RHVOICE_CONFIG_PATH"),
             )
-        except (OSError, RuntimeError) as e:
+        except OSError as e:
+            # The library did not load: the same message as program("rhvoice"), without probing for it on every
+            # segment (ctypes.util.find_library runs ldconfig).
+            raise SynthError(
+                f"RHVoice's library not found: install it (apt-get install {APT_PACKAGE['rhvoice']}): {e}"
+            ) from e
+        except RuntimeError as e:
             raise SynthError(f"rhvoice {voice.describe()}: {e}") from e
         samples = pcm.astype(np.float32) / 32768.0
     elif voice.synth == "pico":
