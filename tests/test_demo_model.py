@@ -152,6 +152,8 @@ def test_training_runs_on_cpu(tmp_path):
                 "0.5",
                 "--extra-voice-fraction",
                 "0.5",
+                "--save-dtype",
+                "float16",
             ]
         )
         == 0
@@ -166,6 +168,37 @@ def test_training_runs_on_cpu(tmp_path):
     assert log["synthesizers"]["espeak"].startswith("eSpeak NG") and "flite" in log["synthesizers"]["flite"]
     model = ASRModel.restore_from(str(out), map_location="cpu")
     assert model.tokenizer.vocab_size == 128 and list(model.cfg.model_defaults.tdt_durations) == [0, 1, 2, 3, 4]
+    params = list(model.parameters())
+    assert all(p.dtype == torch.float32 and torch.equal(p, p.half().float()) for p in params)
+
+
+def test_save_in_float16_stores_half_the_bytes_and_restores_float32(tmp_path, nemo_model):
+    """``--save-dtype float16``: every parameter stored in two bytes (the file shrinks by two bytes a parameter),
+    restored as float32 equal to the float16 rounding; buffers (mel filterbank, batch-norm statistics) exact; the
+    saved model itself left as it was."""
+    from nemo.collections.asr.models import ASRModel
+
+    from parakeet_executorch.training.train import _save
+
+    before = {k: v.clone() for k, v in nemo_model.state_dict().items()}
+    _save(nemo_model, tmp_path / "f32.nemo", "float32")
+    _save(nemo_model, tmp_path / "f16.nemo", "float16")
+    n_params = sum(p.numel() for p in nemo_model.parameters())
+    saved = (tmp_path / "f32.nemo").stat().st_size - (tmp_path / "f16.nemo").stat().st_size
+    assert abs(saved - 2 * n_params) < 16_384, (saved, n_params)
+    after = nemo_model.state_dict()
+    assert all(after[k].dtype == v.dtype and torch.equal(after[k], v) for k, v in before.items())
+
+    restored = ASRModel.restore_from(str(tmp_path / "f16.nemo"), map_location="cpu").state_dict()
+    names = {n for n, _ in nemo_model.named_parameters()}
+    assert set(restored) == set(before)
+    for k, v in before.items():
+        want = v.half().float() if k in names else v
+        assert restored[k].dtype == v.dtype and torch.equal(restored[k], want), k
+    assert any(not torch.equal(before[k], restored[k]) for k in names)  # the rounding did happen
+    with pytest.raises(ValueError, match="bfloat16"):
+        _save(nemo_model, tmp_path / "bf16.nemo", "bfloat16")
+    assert not (tmp_path / "bf16.nemo").exists()
 
 
 def test_training_rejects_bad_arguments(tmp_path):

@@ -1,10 +1,10 @@
 """Model configurations shaped like nvidia/parakeet-tdt-0.6b-v3, at several sizes.
 
-``demo`` and ``demo2`` are the sizes of the trained demo models (``training/``). ``full`` has v3's exact
-dimensions (FastConformer 24 x 1024, 8 heads, FF 4096, conv kernel 9, 8x dw_striding subsampling with 256
-channels, rel_pos attention, no bias, no xscaling; LSTM prediction network 2 x 640; joint 640; 8192 tokens; TDT
-durations [0..4]). ``tiny`` and ``small`` keep every structural choice and shrink only widths and depths, so code
-paths exercised by tests are the ones the real model takes.
+``demo`` and ``demo2`` are the sizes of the trained demo models (``training/``), ``demo3`` a wider candidate.
+``full`` has v3's exact dimensions (FastConformer 24 x 1024, 8 heads, FF 4096, conv kernel 9, 8x dw_striding
+subsampling with 256 channels, rel_pos attention, no bias, no xscaling; LSTM prediction network 2 x 640; joint
+640; 8192 tokens; TDT durations [0..4]). ``tiny`` and ``small`` keep every structural choice and shrink only
+widths and depths, so code paths exercised by tests are the ones the real model takes.
 """
 
 from __future__ import annotations
@@ -43,6 +43,18 @@ SIZES = {
     "demo2": ModelSize(
         n_layers=10,
         d_model=128,
+        n_heads=4,
+        subsampling_channels=128,
+        pred_hidden=256,
+        joint_hidden=256,
+        vocab_size=1024,
+    ),
+    # A wider candidate for the demo model (11.3 M parameters): twice demo2's width at six layers, so it fits the
+    # repository's 25 MB only with its parameters stored in float16 (``parakeet-train-demo --save-dtype float16``;
+    # NeMo restores them into float32). Widths 256, 1024 and 2048 are multiples of 128 for every recipe.
+    "demo3": ModelSize(
+        n_layers=6,
+        d_model=256,
         n_heads=4,
         subsampling_channels=128,
         pred_hidden=256,

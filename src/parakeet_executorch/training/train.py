@@ -112,10 +112,36 @@ def word_error_rate(refs: list[str], hyps: list[str]) -> float:
     return float(jiwer.wer(refs, hyps))
 
 
-def _save(model, out: Path) -> None:
-    """``model.save_to(out)`` through a temporary name, so ``out`` is never a half-written file."""
+def _save(model, out: Path, dtype: str = "float32") -> None:
+    """``model.save_to(out)`` through a temporary name, so ``out`` is never a half-written file.
+
+    Args:
+        model: a NeMo ASR model on the CPU or a GPU; left as it was (parameters and device).
+        out: the ``.nemo`` path.
+        dtype: ``float32``, or ``float16`` to store every floating-point parameter rounded to half precision (half
+            the bytes; buffers such as the mel filterbank and batch-norm statistics stay float32). NeMo's
+            ``restore_from`` builds the model in float32 and ``load_state_dict`` widens the stored values, so the
+            restored model computes in float32 with weights that are exactly the float16 values.
+    Raises:
+        ValueError: another ``dtype``.
+    """
+    import torch
+
+    if dtype not in ("float32", "float16"):
+        raise ValueError(f"save dtype {dtype!r} is not float32 or float16")
     tmp = out.with_name(out.name + ".partial")
-    model.save_to(str(tmp))
+    kept = {}
+    if dtype == "float16":
+        for name, p in model.named_parameters():
+            if p.is_floating_point():
+                kept[name] = p.data
+                p.data = p.data.to(torch.float16)
+    try:
+        model.save_to(str(tmp))
+    finally:
+        for name, p in model.named_parameters():
+            if name in kept:
+                p.data = kept[name]
     tmp.replace(out)
 
 
@@ -324,7 +350,7 @@ def train(args) -> dict:
             if args.checkpoint_every_minutes and elapsed > next_checkpoint_s:
                 # A lent GPU machine can be taken back mid-run: keep a loadable model of the latest state.
                 next_checkpoint_s += args.checkpoint_every_minutes * 60
-                _save(model, Path(args.out).with_name(Path(args.out).stem + ".checkpoint.nemo"))
+                _save(model, Path(args.out).with_name(Path(args.out).stem + ".checkpoint.nemo"), args.save_dtype)
                 log["steps"] = step
                 Path(str(args.out) + ".train.json").write_text(json.dumps(log, indent=1) + "\n")
                 print(f"checkpoint at step {step}", flush=True)
@@ -343,7 +369,7 @@ def train(args) -> dict:
         model.eval()
         model = model.cpu()
         out = Path(args.out)
-        _save(model, out)
+        _save(model, out, args.save_dtype)
     log["nemo_bytes"] = out.stat().st_size
     log["wall_s"] = time.perf_counter() - t0
     Path(str(out) + ".train.json").write_text(json.dumps(log, indent=1) + "\n")
@@ -420,6 +446,12 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=0,
         help="also save OUT's stem + .checkpoint.nemo (and the log so far) this often; 0: never",
+    )
+    p.add_argument(
+        "--save-dtype",
+        default="float32",
+        choices=["float32", "float16"],
+        help="store the .nemo's parameters in this precision (float16 halves the file; NeMo restores float32)",
     )
     p.add_argument("--init", help="start from this .nemo instead of fresh weights (keeps its tokenizer)")
     args = p.parse_args(argv)
