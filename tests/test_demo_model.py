@@ -160,6 +160,8 @@ def test_training_runs_on_cpu(tmp_path):
     )
     log = json.loads(out.with_name("t.nemo.train.json").read_text())
     assert log["steps"] == 3 and log["device"] == "cpu" and np.isfinite(log["history"][-1]["loss"])
+    # Throughput: the clips' own seconds, at most --batch-seconds (padded) a step.
+    assert 0 < log["audio_hours_trained"] <= 3 * 60 / 3600 and log["history"][-1]["audio_h"] > 0
     assert log["args"]["vtlp"] == 0.5
     assert log["corpus"] == "v3" and log["data"]["clips"] == 24 and log["data"]["long_clips"] == 0
     assert set(log["data"]["hours_by_synth"]) - {"espeak", "flite"} and "festival" not in log["data"]["hours_by_synth"]

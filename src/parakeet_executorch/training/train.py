@@ -287,6 +287,7 @@ def train(args) -> dict:
         max_samples = int(args.batch_seconds * 16000)
         model.train()
         step, t_train, skipped = 0, time.perf_counter(), 0
+        audio_s = 0.0  # seconds of training audio in the steps taken: throughput, beside steps per second
         batches: list = []
         next_checkpoint_s = args.checkpoint_every_minutes * 60
         while step < args.steps:
@@ -336,12 +337,20 @@ def train(args) -> dict:
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
             step += 1
+            audio_s += sum(lengths[i] for i in idx) / 16000
             elapsed = time.perf_counter() - t_train
             out_of_time = args.max_minutes and elapsed > args.max_minutes * 60
             if step % args.eval_every == 0 or step == args.steps or out_of_time:
                 hyps = greedy_texts(model, dev_audio, device)
                 wer = word_error_rate(dev_texts, hyps)
-                entry = {"step": step, "loss": loss.item(), "lr": lr, "dev_wer": wer, "elapsed_s": round(elapsed, 1)}
+                entry = {
+                    "step": step,
+                    "loss": loss.item(),
+                    "lr": lr,
+                    "dev_wer": wer,
+                    "elapsed_s": round(elapsed, 1),
+                    "audio_h": round(audio_s / 3600, 3),
+                }
                 log["history"].append(entry)
                 print(json.dumps(entry), flush=True)
             if out_of_time:
@@ -355,6 +364,7 @@ def train(args) -> dict:
                 Path(str(args.out) + ".train.json").write_text(json.dumps(log, indent=1) + "\n")
                 print(f"checkpoint at step {step}", flush=True)
         log["steps"] = step
+        log["audio_hours_trained"] = audio_s / 3600
         log["skipped_batches"] = skipped
         log["train_s"] = time.perf_counter() - t_train
         if data["sample"] is not None:
