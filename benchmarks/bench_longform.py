@@ -145,13 +145,24 @@ def _length(seconds: float) -> str:
     return f"{seconds:g} s" if seconds < 60 else f"{seconds / 60:g} min"
 
 
+def _evened_chunk_s(context, seconds: float) -> float:
+    """The chunk in seconds the runners use for a file of ``seconds`` with the default ``context`` (16 kHz, 80 ms
+    encoder frames)."""
+    from parakeet_executorch.runtime.buffered import ContextSize
+
+    frames = ContextSize.from_seconds(
+        context.left_context_seconds, context.chunk_seconds, context.right_context_seconds, 0.01, 8
+    )
+    return frames.evened(int(seconds * 16000), 1280).chunk * 0.08
+
+
 def markdown(res: dict) -> str:
     lines = [
         f"# Long-form transcription, {res['size']} model, {res['recipe']} ({res['host']})",
         "",
         f".pte {res['pte_mb']} MiB (--max-audio-seconds {res.get('max_audio_seconds', 60):g}); threads: "
         f"{res['threads']}; default contexts (left | chunk | right): "
-        f"{res['context']}; RTFx from the median of {res.get('repeats', 1)} run(s) each",
+        f"{res['context']}{res.get('evened', '')}; RTFx from the median of {res.get('repeats', 1)} run(s) each",
         "",
         f"| runner | audio | mode | RTFx | vs single pass {res.get('max_audio_seconds', 60):g} s | peak RSS MiB | "
         "RSS / .pte | RSS vs 1 min |",
@@ -299,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     live = None
     if args.live_seconds > 0:
         live = live_latency(pte, write_audio(out, 60), args.live_seconds, 10.0, 1.6, 1.6)
+    long_minutes = [m for m in args.minutes if m * 60 > context.window_seconds]
     res = {
         "size": args.size,
         "recipe": args.recipe,
@@ -309,6 +321,10 @@ def main(argv: list[str] | None = None) -> int:
         "context": " | ".join(
             f"{s:g} s" for s in (context.left_context_seconds, context.chunk_seconds, context.right_context_seconds)
         ),
+        # The runners even the default chunk out over each file (ContextSize.evened): say what it came to.
+        "evened": "; the chunk evened out over each file ("
+        + ", ".join(f"{m:g} min: {_evened_chunk_s(context, m * 60):.2f} s" for m in long_minutes)
+        + ")",
         "repeats": args.repeats,
         "runs": runs,
         "live": live,

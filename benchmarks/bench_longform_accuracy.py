@@ -31,8 +31,17 @@ import time
 from importlib.resources import files
 from pathlib import Path
 
-# (left, chunk, right) in seconds: the file default, two middle settings and two low-latency ones (chunk <= 2 s).
-CONTEXTS = [(4.0, 48.0, 4.0), (4.0, 16.0, 4.0), (2.0, 8.0, 2.0), (10.0, 1.6, 1.6), (4.0, 2.0, 1.0)]
+# (left, chunk, right) in seconds: the file default (chunk None: the longest the .pte's bound allows, evened out
+# over the recording), two middle settings and two low-latency ones (chunk <= 2 s).
+CONTEXTS = [(4.0, None, 2.0), (4.0, 48.0, 4.0), (4.0, 16.0, 4.0), (2.0, 8.0, 2.0), (10.0, 1.6, 1.6), (4.0, 2.0, 1.0)]
+
+
+def _parse_context(text: str) -> tuple:
+    """``L:C:R`` seconds; ``C`` may be ``default`` (the runners' default chunk). ValueError otherwise."""
+    parts = text.split(":")
+    if len(parts) != 3:
+        raise ValueError(text)
+    return (float(parts[0]), None if parts[1] == "default" else float(parts[1]), float(parts[2]))
 
 
 def _pair_words(alone: list[tuple[str, float]], together: list[tuple[str, float]], offset: float) -> list[float]:
@@ -93,6 +102,11 @@ def _one_voice_recording(out: Path, rows: list[dict], voice: str, minutes: float
     return str(long_path), spans
 
 
+def _chunk_label(rec: dict) -> str:
+    """The chunk as given, or ``default (S)`` with the seconds the default came to for this recording."""
+    return f"{rec['chunk_s']:g}" if rec["chunk_s"] is not None else f"default ({rec['chunk_used_s']:g})"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", default=str(files("parakeet_executorch") / "demo_model" / "parakeet-tdt-demo.nemo"))
@@ -107,18 +121,17 @@ def main(argv: list[str] | None = None) -> int:
         "--contexts",
         nargs="+",
         metavar="L:C:R",
-        help="left:chunk:right seconds to measure (default: the file default, two middle and two low-latency ones)",
+        help="left:chunk:right seconds to measure, chunk 'default' for the runners' default (default: the file "
+        "default, two middle and two low-latency ones)",
     )
     args = p.parse_args(argv)
     try:
-        contexts = [tuple(float(x) for x in c.split(":")) for c in args.contexts] if args.contexts else CONTEXTS
+        contexts = [_parse_context(c) for c in args.contexts] if args.contexts else CONTEXTS
     except ValueError:
-        p.error("--contexts takes left:chunk:right in seconds, e.g. 4:48:4")
-    if any(len(c) != 3 for c in contexts):
-        p.error("--contexts takes left:chunk:right in seconds, e.g. 4:48:4")
+        p.error("--contexts takes left:chunk:right in seconds, e.g. 4:48:4 or 4:default:2")
 
     from parakeet_executorch.audio import load_audio
-    from parakeet_executorch.runtime.longform import LongFormOptions, transcribe_file
+    from parakeet_executorch.runtime.longform import LongFormOptions, buffered_context, transcribe_file
     from parakeet_executorch.runtime.pte_model import PteModel
     from parakeet_executorch.runtime.transcribe import Transcriber
     from parakeet_executorch.tokenizer import Tokenizer
@@ -160,8 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(f"{len(rows)} clips, {recording_s / 60:.1f} min; clip by clip: WER {100 * wer_clips:.2f} %", flush=True)
     for left, chunk, right in contexts:
+        options = LongFormOptions(left, chunk, right)
+        used = buffered_context(transcriber, options, int(round(recording_s * rate)))
         t0 = time.perf_counter()
-        transcript = transcribe_file(transcriber, sets["long_path"], LongFormOptions(left, chunk, right), quiet=True)
+        transcript = transcribe_file(transcriber, sets["long_path"], options, quiet=True)
         run_s = time.perf_counter() - t0
         words = [(w.text, w.start) for w in transcript.words]
         per_clip = _assign(rows, words)
@@ -171,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
         deltas.sort()
         rec = {
             "left_s": left,
-            "chunk_s": chunk,
+            "chunk_s": chunk,  # None: the default
+            "chunk_used_s": round(used.chunk * frame_s, 2),
             "right_s": right,
             "wer_file": wer_file,
             "wer_aligned": wer_aligned,
@@ -186,8 +202,9 @@ def main(argv: list[str] | None = None) -> int:
             "monotonic": all(a.start <= b.start for a, b in zip(transcript.words, transcript.words[1:])),
         }
         results["contexts"].append(rec)
+        label = f"{left:g}|{_chunk_label(rec)}|{right:g}"
         print(
-            f"{left:g}|{chunk:g}|{right:g} s: WER {100 * wer_file:.2f} % ({rec['delta_points']:+.2f} points), "
+            f"{label} s: WER {100 * wer_file:.2f} % ({rec['delta_points']:+.2f} points), "
             f"aligned {100 * wer_aligned:.2f} %, {len(deltas)} words timed: within one frame "
             f"{100 * rec['within_one_frame']:.1f} %, max {rec['dt_max_s']:.3f} s, RTFx {rec['rtfx']:.0f}",
             flush=True,
@@ -203,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for r in results["contexts"]:
         lines.append(
-            f"| {r['left_s']:g} \\| {r['chunk_s']:g} \\| {r['right_s']:g} | {100 * r['wer_file']:.2f} % | "
+            f"| {r['left_s']:g} \\| {_chunk_label(r)} \\| {r['right_s']:g} | {100 * r['wer_file']:.2f} % | "
             f"{r['delta_points']:+.2f} | {100 * r['wer_aligned']:.2f} % | {r['words_compared']} | "
             f"{100 * r['within_one_frame']:.1f} % | {1000 * r['dt_median_s']:.0f} / "
             f"{1000 * r['dt_p95_s']:.0f} / {1000 * r['dt_max_s']:.0f} | {r['monotonic']} |"

@@ -58,6 +58,12 @@ def audio_info(path: str | Path) -> AudioInfo:
     return AudioInfo(int(info.frames), int(info.samplerate), int(info.channels))
 
 
+def resampled_length(info: AudioInfo, rate: int) -> int:
+    """Samples of the file at ``rate`` Hz as its header gives them: ``ceil(frames * rate / info.sample_rate)``,
+    in integers (the C++ runner computes the same). The streaming resampler may differ by a few samples."""
+    return -(-info.frames * int(rate) // info.sample_rate)
+
+
 class StreamResampler:
     """libsoxr's streaming resampler from ``from_rate`` to ``to_rate`` Hz, or nothing when the rates match."""
 

@@ -61,6 +61,13 @@ ContextSize ContextSize::from_seconds(double left, double chunk, double right, d
   return out;
 }
 
+ContextSize ContextSize::evened(int64_t total_samples, int64_t frame_samples) const {
+  const int64_t frames = (total_samples + frame_samples - 1) / frame_samples;
+  if (frames <= right + chunk) return *this;  // one window: nothing to even out
+  const int64_t windows = (frames - right + chunk - 1) / chunk;
+  return ContextSize{left, std::min(chunk, (frames - right + windows - 1) / windows), right};
+}
+
 BufferedDecoder::BufferedDecoder(Transcriber& transcriber, ContextSize context, bool decode_partial_frame, bool partial)
     : transcriber_(transcriber),
       context_(context),

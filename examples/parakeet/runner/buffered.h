@@ -40,6 +40,11 @@ struct ContextSize {
   // size, or a chunk shorter than one encoder frame.
   static ContextSize from_seconds(double left, double chunk, double right, double window_stride,
                                   int64_t subsampling_factor);
+  // The same contexts with the chunk shortened so that audio of `total_samples` (model rate) splits into equal
+  // chunks: n = ceil((frames - right) / chunk) windows, chunk = ceil((frames - right) / n), never longer than
+  // before. Every window but the first encodes left + chunk + right frames, the last too, so a last chunk of a few
+  // frames would cost a whole window. Mirrors buffered.py's ContextSize.evened.
+  ContextSize evened(int64_t total_samples, int64_t frame_samples) const;
   bool operator==(const ContextSize& o) const { return left == o.left && chunk == o.chunk && right == o.right; }
 };
 

@@ -83,13 +83,22 @@ ContextSize context_frames(Transcriber& transcriber, const LongFormOptions& unfi
 
 Transcript transcribe_file(Transcriber& transcriber, const std::string& path, const LongFormOptions& options,
                            bool quiet, const LoadOptions& load) {
-  const int64_t rate = transcriber.metadata().sample_rate;
+  const ModelMetadata& meta = transcriber.metadata();
+  const int64_t rate = meta.sample_rate;
   if (options.chunk_seconds == 0.0) return transcriber.transcribe(load_audio(path, rate, load));
-  const LongFormOptions filled = options.for_model(transcriber.metadata());
-  const ContextSize context = context_frames(transcriber, filled);
+  const bool chunk_given = options.chunk_seconds.has_value();
+  const LongFormOptions filled = options.for_model(meta);
+  ContextSize context = context_frames(transcriber, filled);
   FileBlockReader reader(path, rate, load);
   if (reader.info().seconds() <= filled.window_seconds()) {
     return transcriber.transcribe(load_audio(path, rate, load));
+  }
+  if (!chunk_given) {
+    // The default chunk is the longest the bound allows; over a file of known length, even it out so the last
+    // window is not mostly re-encoded context. A chunk the user gave is kept exactly. Same as longform.py.
+    const AudioInfo& info = reader.info();
+    const int64_t total = (info.frames * rate + info.sample_rate - 1) / info.sample_rate;
+    context = context.evened(total, meta.hop_length * meta.subsampling_factor);
   }
   std::optional<ProgressBar> bar;
   if (!quiet && isatty(STDERR_FILENO)) bar.emplace(std::round(reader.info().seconds() * 100) / 100);

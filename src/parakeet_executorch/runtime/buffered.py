@@ -75,6 +75,30 @@ class ContextSize:
             )
         return cls(*frames)
 
+    def evened(self, total_samples: int, frame_samples: int) -> ContextSize:
+        """The same contexts with the chunk shortened so that audio of known length splits into equal chunks.
+
+        Over ``frames`` encoder frames, buffered decoding in chunks of ``chunk`` frames takes
+        ``n = ceil((frames - right) / chunk)`` windows (a window is the last once the audio ends within its right
+        context), and every window but the first encodes ``left + chunk + right`` frames, the last one too (it
+        reaches back to fill the window, as NeMo's buffer does). A last chunk of a few frames therefore costs a
+        whole window of encoder work for little new audio. With the chunk ``ceil((frames - right) / n)`` the same
+        ``n`` windows are each shorter and the last chunk is as long as the others: 10 min in 4 | 54 | 2 s windows
+        encode 716 s, in 4 | 49.84 | 2 s windows 666 s. Live audio (length unknown) keeps the chunk as given.
+
+        Args:
+            total_samples: the audio's length in samples at the model's rate (an estimate from the file's header is
+                enough: it only sets the chunk).
+            frame_samples: samples per encoder frame (hop x subsampling).
+        Returns:
+            a ``ContextSize`` with the same left and right context and a chunk of at most ``self.chunk`` frames.
+        """
+        frames = -(-int(total_samples) // int(frame_samples))
+        if frames <= self.right + self.chunk:
+            return self  # one window: nothing to even out
+        windows = -(-(frames - self.right) // self.chunk)
+        return ContextSize(self.left, min(self.chunk, -(-(frames - self.right) // windows)), self.right)
+
 
 @dataclass
 class StreamUpdate:

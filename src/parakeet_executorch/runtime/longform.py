@@ -72,6 +72,26 @@ def context_frames(transcriber, options: LongFormOptions):
     return context
 
 
+def buffered_context(transcriber, options: LongFormOptions, total_samples: int):
+    """``ContextSize`` for buffered decoding of audio whose length is known: ``context_frames(options)``, and when
+    the chunk was left to the default (``chunk_seconds is None``) the chunk evened out over ``total_samples``
+    (``ContextSize.evened``) so the last window is not mostly re-encoded context. A chunk the caller gave is kept
+    exactly (NeMo's buffered decoding at that size). The C++ runner's ``transcribe_file`` does the same.
+
+    Args:
+        transcriber: a ``Transcriber``.
+        options: context sizes in seconds, chunk possibly unset.
+        total_samples: the audio's length in samples at the model's rate (a header's estimate is enough).
+    Raises:
+        ContextError: sizes the .pte cannot take.
+    """
+    meta = transcriber.model.metadata
+    context = context_frames(transcriber, options)
+    if options.chunk_seconds is None:
+        context = context.evened(total_samples, meta.hop_length * meta.subsampling_factor)
+    return context
+
+
 def transcribe_file(
     transcriber, path: str | Path, options: LongFormOptions, quiet: bool = False, non_finite: str = "error"
 ):
@@ -89,16 +109,18 @@ def transcribe_file(
         AudioError, PteModelError (and its ContextError / AudioRangeError).
     """
     from ..audio import load_audio
-    from ..audio_stream import audio_info, read_blocks
+    from ..audio_stream import audio_info, read_blocks, resampled_length
 
-    rate = transcriber.model.metadata.sample_rate
+    meta = transcriber.model.metadata
+    rate = meta.sample_rate
     if options.chunk_seconds == 0:
         return transcriber.transcribe_window(load_audio(path, rate, non_finite=non_finite))
-    options = options.for_model(transcriber.model.metadata)
-    context = context_frames(transcriber, options)
+    filled = options.for_model(meta)
+    context_frames(transcriber, filled)  # sizes the .pte cannot take fail before the file is read
     info = audio_info(path)
-    if info.seconds <= options.window_seconds:
+    if info.seconds <= filled.window_seconds:
         return transcriber.transcribe_window(load_audio(path, rate, non_finite=non_finite))
+    context = buffered_context(transcriber, options, resampled_length(info, rate))
     bar = _progress_bar(info.seconds, quiet)
     try:
         return transcribe_buffered(

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from .buffered import transcribe_buffered
-from .longform import FILE_CONTEXT, LongFormOptions, context_frames, transcribe_file
+from .longform import FILE_CONTEXT, LongFormOptions, buffered_context, transcribe_file
 from .single_pass import AudioRangeError, SinglePassTranscriber, Transcript
 
 __all__ = ["AudioRangeError", "Transcriber", "Transcript"]
@@ -58,8 +58,11 @@ class Transcriber(SinglePassTranscriber):
             from ..audio import resample
 
             audio = resample(np.asarray(audio, dtype=np.float32), sample_rate, rate)
-        if long_form is not None and long_form.chunk_seconds != 0:
-            long_form = long_form.for_model(self.model.metadata)
-            if audio.shape[0] > long_form.window_seconds * rate:
-                return transcribe_buffered(self, [np.asarray(audio, dtype=np.float32)], context_frames(self, long_form))
+        if (
+            long_form is not None
+            and long_form.chunk_seconds != 0
+            and audio.shape[0] > long_form.for_model(self.model.metadata).window_seconds * rate
+        ):
+            context = buffered_context(self, long_form, audio.shape[0])
+            return transcribe_buffered(self, [np.asarray(audio, dtype=np.float32)], context)
         return self.transcribe_window(audio)
