@@ -252,8 +252,9 @@ def encoded_frames(context: ContextSize, frames: int) -> tuple[int, int]:
 
 @pytest.mark.parametrize("frames", [1, 2, 674, 675, 676, 700, 701, 1350, 1351, 7500, 8400, 45000])
 def test_evened_chunk_keeps_the_windows_and_encodes_less(frames):
-    """The evened chunk is never longer, needs the same number of windows, leaves a last chunk within one frame
-    per window of the others, and never encodes more; at 10 minutes 666 s instead of 716 s (4 | 54 | 2 s)."""
+    """The evened chunk is never longer, needs the same number of windows, leaves a last chunk (beyond its right
+    context) within one frame per window of the others, and never encodes more; at 10 minutes 666 s instead of
+    716 s (4 | 54 | 2 s)."""
     default = ContextSize(50, 675, 25)
     evened = default.evened(frames * 1280 - 7, 1280)  # a partial last frame counts as a frame
     assert (evened.left, evened.right) == (50, 25) and 1 <= evened.chunk <= default.chunk

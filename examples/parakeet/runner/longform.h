@@ -27,7 +27,8 @@ struct LongFormOptions {
 };
 
 // Files: 4 s of left and 2 s of right context and the chunk as long as the .pte's bound allows (54 s in the default
-// 60 s bound; a .pte exported for shorter windows works with the defaults). Live audio: NeMo's streaming defaults
+// 60 s bound; a .pte exported for shorter windows works with the defaults), evened out over a file's length by
+// transcribe_file (ContextSize::evened). Live audio: NeMo's streaming defaults
 // (latency = chunk + right context = 3.2 s). The same as longform.py's FILE_CONTEXT and LIVE_CONTEXT.
 constexpr LongFormOptions kFileContext{4.0, std::nullopt, 2.0};
 constexpr LongFormOptions kLiveContext{10.0, 1.6, 1.6};

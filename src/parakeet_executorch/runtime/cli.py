@@ -98,7 +98,11 @@ def add_context_flags(group, live: bool = True) -> None:
     the help)."""
 
     def default(i: int) -> str:
-        file = "the .pte's bound less both contexts" if FILE_CONTEXT[i] is None else f"{FILE_CONTEXT[i]:g}"
+        file = (
+            "the .pte's bound less both contexts, evened out over the file"
+            if FILE_CONTEXT[i] is None
+            else f"{FILE_CONTEXT[i]:g}"
+        )
         return f"default {file}" + (f"; live {LIVE_CONTEXT[i]:g}" if live else "")
 
     group.add_argument(

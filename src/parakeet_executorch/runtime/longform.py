@@ -11,8 +11,9 @@ from .buffered import BufferedDecoder, ContextError, ContextSize, transcribe_buf
 
 # Files: 4 s of left and 2 s of right context, and the chunk (None) as long as the .pte's bound allows: 54 s in the
 # default 60 s bound, so that the contexts cost 6 s of encoder work per 54 s decoded, and a .pte exported with a
-# smaller --max-audio-seconds (a smaller memory plan) works with the defaults, in windows of its own bound.
-# benchmarks/bench_longform.py (speed) and bench_longform_accuracy.py (WER on the demo model) measured the choice.
+# smaller --max-audio-seconds (a smaller memory plan) works with the defaults, in windows of its own bound. Over a
+# file of known length that chunk is then evened out (buffered_context). benchmarks/bench_longform.py (speed) and
+# bench_longform_accuracy.py (WER on the demo model) measured the choice.
 FILE_CONTEXT = (4.0, None, 2.0)
 # Live audio: NeMo's streaming defaults (theoretical latency = chunk + right context = 3.2 s).
 LIVE_CONTEXT = (10.0, 1.6, 1.6)
