@@ -341,6 +341,11 @@ def test_changed_settings_redo_the_files_and_keep_the_old_lines(exported_xnnpack
     before = out.read_bytes()
     assert run(exported_xnnpack, manifest, out, "--quiet", "--timestamps", "word") == 0  # done: nothing added
     assert out.read_bytes() == before
+    # A line written before the default chunk was evened out over each file recorded that chunk as None: redone.
+    old = dict(lines[1], settings=dict(lines[1]["settings"], contexts=[4.0, None, 2.0]))
+    out.write_text(json.dumps(old) + "\n")
+    assert run(exported_xnnpack, manifest, out, "--quiet", "--timestamps", "word") == 0
+    assert len(read_jsonl(out)) == 2
 
 
 def test_bom_folder_and_too_many_workers(exported_xnnpack, corpus, tmp_path, capsys):

@@ -201,13 +201,15 @@ def transcribe_manifest(
 
 def line_settings(model_path: str | Path, options: LineSettings) -> dict:
     """The settings that change an output line's content, stored in each line (``settings``): a rerun counts a line
-    as done only when they match. Contexts in seconds; the tokenizer by its SHA-256 (None when it is missing: the
-    load then fails)."""
+    as done only when they match. Contexts in seconds (the default chunk as ``"bound, evened"``); the tokenizer by
+    its SHA-256 (None when it is missing: the load then fails)."""
     tokenizer = Path(options.tokenizer) if options.tokenizer else Path(model_path).with_name("tokenizer.model")
     lf = options.long_form
+    # The default chunk is evened out over each file; lines from before that (chunk None) are not the same output.
+    chunk = "bound, evened" if lf.chunk_seconds is None else lf.chunk_seconds
     return {
         "timestamps": options.timestamps,
-        "contexts": [lf.left_context_seconds, lf.chunk_seconds, lf.right_context_seconds],
+        "contexts": [lf.left_context_seconds, chunk, lf.right_context_seconds],
         "non_finite": options.non_finite,
         "tokenizer_sha256": file_sha256(tokenizer) if tokenizer.is_file() else None,
     }
