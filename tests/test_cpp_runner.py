@@ -241,11 +241,17 @@ def test_missing_data_file(runner, exported_xnnpack, tmp_path, jfk_path):
 
 
 @pytest.mark.slow
-def test_undecodable_audio(runner, exported_xnnpack, tmp_path):
+def test_undecodable_audio(runner, exported_xnnpack, transcriber_xnnpack, tmp_path):
+    """libsndfile's reason in both runners' words alike (soundfile's own "Error opening ..." prefix dropped), so
+    several files' JSON with an error entry stays byte-identical between them."""
     fake = tmp_path / "notes.wav"
     fake.write_text("this is a text file, not audio\n")
     proc = run_runner(runner, exported_xnnpack, fake)
     assert_clean_error(proc, "cannot decode audio file", "notes.wav")
+    cpp_line = [line for line in proc.stderr.splitlines() if line.startswith(ERROR_PREFIX)][0]
+    py_code, _, py_err = python_cli(transcriber_xnnpack, fake, [])
+    assert py_code == 2 and cpp_error_as_python(cpp_line) == py_err.splitlines()[-1]
+    assert "Error opening" not in py_err
 
 
 @pytest.mark.slow

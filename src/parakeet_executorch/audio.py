@@ -30,8 +30,10 @@ class AudioWarning(UserWarning):
 
 
 def cannot_decode(path: str | Path, exc: BaseException) -> AudioError:
-    """The AudioError for a file libsndfile refuses, with libsndfile's reason (one sentence, one period)."""
-    reason = str(exc).strip().rstrip(".")
+    """The AudioError for a file libsndfile refuses, with libsndfile's reason (one sentence, one period): its own
+    message (soundfile's ``error_string``) without soundfile's "Error opening '<path>': " prefix, as the C++ runner
+    words it."""
+    reason = str(getattr(exc, "error_string", None) or exc).strip().rstrip(".")
     return AudioError(f"cannot decode audio file {path}: {reason}. Pass a WAV, FLAC, OGG or MP3 file.")
 
 
