@@ -184,3 +184,22 @@ def test_existing_output_dir_is_kept_after_a_failure(tmp_path, capsys):
     out.mkdir()
     assert export_cli.main(["--model", str(tmp_path / "missing.nemo"), "--output-dir", str(out)]) == 2
     assert out.is_dir()
+
+
+@pytest.mark.parametrize(
+    "main, argv, words",
+    [
+        (transcribe_main, ["--model", "m.pte", "a.wav", "--chunk-seconds", "abc"], "--chunk-seconds"),
+        (transcribe_main, ["a.wav"], "--model"),
+        (export_cli.main, ["--model", "x.nemo", "--backend", "nope"], "--backend"),
+        (export_cli.main, ["--model", "x.nemo", "--max-audio-seconds"], "--max-audio-seconds"),
+    ],
+)
+def test_usage_errors_are_one_line(capsys, main, argv, words):
+    """A malformed or missing flag: exit 2 and one line naming it, not argparse's usage block before it."""
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and ": error: " in err[0] and words in err[0], err

@@ -8,11 +8,11 @@ sentence the clip was synthesized from; ``--check`` compares the runner's tokens
 
 from __future__ import annotations
 
-import argparse
 import sys
 from importlib.resources import files
 from pathlib import Path
 
+from .cli_parser import ArgumentParser
 from .library_log import VERBOSE_HELP, quiet_cli
 
 DEMO_DIR = Path(str(files("parakeet_executorch") / "demo_model"))
@@ -23,7 +23,7 @@ DEMO_TEXT = DEMO_DIR / "sample.txt"
 
 @quiet_cli("parakeet-demo")
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="parakeet-demo", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="parakeet-demo", description=__doc__.splitlines()[0])
     p.add_argument(
         "--model", default=str(DEMO_MODEL), help=".nemo or Hugging Face id (default: the bundled demo model)"
     )

@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..cli_parser import ArgumentParser
 from ..library_log import VERBOSE_HELP, quiet_cli
 from .api import DEFAULT_MAX_AUDIO_SECONDS, ExportOptions
 
@@ -21,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .recipe_registry import RECIPES
     from .recipes import EMBEDDING_RECIPES
 
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="parakeet-export",
         description="Export a NeMo Parakeet TDT checkpoint to one ExecuTorch .pte with methods preprocessor, "
         "encoder, decoder_step and joint, plus metadata methods.",

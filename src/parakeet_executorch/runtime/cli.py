@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..cli_parser import ArgumentParser
 from ..library_log import VERBOSE_HELP, quiet_cli
 from .cli_warnings import PROG, printed_warnings
 from .formats import LEVELS
@@ -26,9 +27,7 @@ from .threads import MAX_THREADS, cpu_threads
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog=PROG, description="Transcribe audio with a Parakeet TDT .pte exported by parakeet-export."
-    )
+    p = ArgumentParser(prog=PROG, description="Transcribe audio with a Parakeet TDT .pte exported by parakeet-export.")
     p.add_argument("audio", nargs="*", help="audio files (WAV, FLAC, OGG, MP3; any rate, channel count and length)")
     p.add_argument("--model", required=True, help="model.pte written by parakeet-export")
     p.add_argument("--tokenizer", help="tokenizer.model (default: the one next to --model)")

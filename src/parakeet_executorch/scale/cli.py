@@ -16,6 +16,7 @@ import os
 import re
 import sys
 
+from ..cli_parser import ArgumentParser
 from ..library_log import VERBOSE_HELP, quiet_cli
 from ..runtime.cli import add_context_flags, resolve_context
 from ..runtime.cli_warnings import printed_warnings
@@ -25,7 +26,7 @@ PROG = "parakeet-transcribe-ray"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog=PROG,
         description="Transcribe a NeMo-style manifest or audio files with a Parakeet TDT .pte on a Ray cluster "
         "(RAY_ADDRESS) or a local Ray, into one JSONL or Parquet file.",
