@@ -404,7 +404,6 @@ _PYTHON_SPELLING = {
     "--stream_rate": "--stream-rate",
     "--stream_channels": "--stream-channels",
     "pass the file with --audio_path": "pass the file as an argument",
-    "text": "txt",
 }
 
 
@@ -891,3 +890,17 @@ def test_default_contexts_on_a_pte_with_a_smaller_bound(runner, tiny_nemo, expor
     assert code == py_code == 2 and cpp_out == py_out == ""
     assert "leaves no chunk beside 10 s of left and 10 s of right context" in cpp_err.splitlines()[-1]
     assert cpp_err.splitlines()[-1].split("error: ", 1)[1] == py_err.splitlines()[-1].split("error: ", 1)[1]
+
+
+@pytest.mark.slow
+def test_format_txt_and_text_are_one_format_in_both_runners(runner, exported_xnnpack, transcriber_xnnpack, jfk_path):
+    """The Python runner's ``txt`` and the C++ runner's ``text`` are accepted by both, with the same output."""
+    outs = set()
+    for name in ("txt", "text"):
+        code, out, err = cpp_cli(runner, exported_xnnpack, jfk_path, ["--format", name])
+        assert code == 0, err
+        outs.add(out)
+        py_code, py_out, py_err = python_cli(transcriber_xnnpack, jfk_path, ["--format", name])
+        assert py_code == 0, py_err
+        outs.add(py_out)
+    assert len(outs) == 1 and outs.pop().strip()

@@ -185,6 +185,7 @@ Options parse_args(const std::vector<std::string>& args) {
   apply_numeric_flags(o, numeric, given);
   if (o.model_path.empty()) throw UsageError("--model_path is required (see --help)");
   if (o.audio_paths.empty() && !given.count("--stream")) throw UsageError("--audio_path is required (see --help)");
+  if (o.format == "txt") o.format = "text";  // the Python runner's spelling of the same format
   if (o.format != "text" && o.format != "json" && o.format != "jsonl") {
     throw UsageError("--format must be text, json or jsonl, not '" + o.format + "'");
   }

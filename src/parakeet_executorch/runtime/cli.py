@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--format",
         choices=("txt", "json", "jsonl", "srt", "vtt"),
+        type=lambda name: "txt" if name == "text" else name,  # the C++ runner's spelling of txt
         default=None,
         help="default txt; jsonl: one JSON object per file, or per decoded chunk with --stream/--mic",
     )
