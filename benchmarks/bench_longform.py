@@ -145,15 +145,20 @@ def _length(seconds: float) -> str:
     return f"{seconds:g} s" if seconds < 60 else f"{seconds / 60:g} min"
 
 
-def _evened_chunk_s(context, seconds: float) -> float:
-    """The chunk in seconds the runners use for a file of ``seconds`` with the default ``context`` (16 kHz, 80 ms
-    encoder frames)."""
+def _evened_chunk_s(context, meta, seconds: float) -> float:
+    """The chunk in seconds the runners use for a file of ``seconds`` with the default ``context`` filled for
+    ``meta`` (the export's metadata as ``main`` describes it)."""
     from parakeet_executorch.runtime.buffered import ContextSize
 
     frames = ContextSize.from_seconds(
-        context.left_context_seconds, context.chunk_seconds, context.right_context_seconds, 0.01, 8
+        context.left_context_seconds,
+        context.chunk_seconds,
+        context.right_context_seconds,
+        meta.window_stride,
+        meta.subsampling_factor,
     )
-    return frames.evened(int(seconds * 16000), 1280).chunk * 0.08
+    frame_samples = meta.hop_length * meta.subsampling_factor
+    return frames.evened(int(seconds * meta.sample_rate), frame_samples).chunk * frame_samples / meta.sample_rate
 
 
 def markdown(res: dict) -> str:
@@ -262,7 +267,11 @@ def main(argv: list[str] | None = None) -> int:
 
     # The default contexts as the runners fill them for this export (Parakeet's 10 ms hop, 8x subsampling, 16 kHz).
     meta = SimpleNamespace(
-        max_audio_samples=int(bound * 16000), sample_rate=16000, window_stride=0.01, subsampling_factor=8
+        max_audio_samples=int(bound * 16000),
+        sample_rate=16000,
+        window_stride=0.01,
+        subsampling_factor=8,
+        hop_length=160,
     )
     context = LongFormOptions(*FILE_CONTEXT).for_model(meta)
 
@@ -323,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
         ),
         # The runners even the default chunk out over each file (ContextSize.evened): say what it came to.
         "evened": "; the chunk evened out over each file ("
-        + ", ".join(f"{m:g} min: {_evened_chunk_s(context, m * 60):.2f} s" for m in long_minutes)
+        + ", ".join(f"{m:g} min: {_evened_chunk_s(context, meta, m * 60):.2f} s" for m in long_minutes)
         + ")",
         "repeats": args.repeats,
         "runs": runs,
