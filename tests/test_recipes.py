@@ -117,8 +117,8 @@ def test_recipe_pte_matches_eager_quantized_model(tiny_nemo, export_root, jfk_au
     report = json.loads((folder / "export_report.json").read_text())
     assert report["parts"]["encoder"]["quantized"] == report["parts"]["encoder"]["linear_layers"] > 0
     assert report["parts"]["encoder"]["weight_bytes_after"] < report["parts"]["encoder"]["weight_bytes_before"]
-    # Weight-only recipes quantize the 1x1 pointwise convolutions as linears; the 8da* recipes leave them float.
-    # Either way the depthwise and subsampling convolutions stay float, and the report must name what stays float.
+    # Every recipe quantizes the 1x1 pointwise convolutions as linears; the depthwise and subsampling convolutions
+    # stay float, and the report must name what stays float.
     uncovered = " ".join(report["parts"]["encoder"]["not_covered"])
     assert "depthwise_conv" in uncovered and "Conv2d layers" in uncovered, uncovered
     assert ("pointwise_conv1" in uncovered) == (not get_recipe(recipe).quantizes_pointwise), uncovered

@@ -7,9 +7,8 @@ so these stayed float under every recipe: 3 of a FastConformer layer's 25 d x d 
 
 A 1x1 convolution over [B, C, T] is a linear over the channel axis with the same weight values ([out, in, 1] ->
 [out, in]). ``convert_pointwise_convs`` swaps the modules before a recipe with ``quantizes_pointwise``
-(``recipe_registry.py``) quantizes the model (not yet 8da8w, whose int8 activations then changed one token of the
-demo model's transcript between the .pte and eager); the float model computes the same function (up to the
-summation order of the GEMM), and the quantized model is what the .pte is compared against.
+(``recipe_registry.py``; every quantizing recipe has it) quantizes the model; the float model computes the same
+function (up to the summation order of the GEMM), and the quantized model is what the .pte is compared against.
 ``pointwise_conv1`` becomes two linears, value rows then gate rows, so that no run-time-length tensor has to be
 sliced along its channels for GLU (XNNPACK's slice is static). Each output row of a linear depends only on its own
 weight row, and every recipe quantizes row by row, so the halves quantize exactly as the whole would.

@@ -197,15 +197,13 @@ REGISTRY: tuple[Recipe, ...] = (
         quantizes_pointwise=True,
         config_factory=_config_8da4w,
     ),
-    # Not pointwise yet: with it, the trained demo model's 8da8w .pte still agreed with its eager model on
-    # >= 99.5 % of the joint argmaxes but its transcript differed by one token of ~100 (int8 activations rounding
-    # differently in XNNPACK and PyTorch), which the recipe tests do not accept.
     Recipe(
         "8da8w",
         "dynamic int8 activations, int8 weights per output channel",
         ("xnnpack",),
         weight_bits=8,
         dynamic_activations=True,
+        quantizes_pointwise=True,
         config_factory=_config_8da8w,
     ),
 )
