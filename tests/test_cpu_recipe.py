@@ -2,7 +2,8 @@
 that was measured slower than fp32 on the host's kind of CPU gets a warning naming the faster one.
 
 The expected choices are the measured table of ``export/cpu_recipe.py``'s docstring (issue: fastest CPU recipe per
-ISA): with VNNI 8da4w beat 8da8w and fp32; on AVX2 + FMA without VNNI 8da4w was slower than fp32 and 8da8w faster.
+ISA): with VNNI the 8da8w encoder (1x1 convolutions quantized) beat 8da4w's and 8da4w decoder/joint calls beat
+8da8w's and fp32's; on AVX2 + FMA without VNNI 8da4w was slower than fp32 and 8da8w faster.
 """
 
 from __future__ import annotations
@@ -29,18 +30,18 @@ APPLE = CpuFeatures("arm64")
 
 
 @pytest.mark.parametrize(
-    "cpu, recipe, measured",
+    "cpu, recipe, decoder_recipe, measured",
     [
-        (XEON_VNNI, "8da4w", True),
-        (ALDER_LAKE, "8da4w", True),
-        (EPYC_AVX2, "8da8w", True),
-        (OLD_X86, "none", False),
-        (APPLE, "8da4w", False),
+        (XEON_VNNI, "8da8w", "8da4w", True),
+        (ALDER_LAKE, "8da8w", "8da4w", True),
+        (EPYC_AVX2, "8da8w", None, True),
+        (OLD_X86, "none", None, False),
+        (APPLE, "8da4w", None, False),
     ],
 )
-def test_recipe_follows_int8_dot_support(cpu, recipe, measured):
+def test_recipe_follows_int8_dot_support(cpu, recipe, decoder_recipe, measured):
     advice = recommended_cpu_recipe(cpu)
-    assert (advice.recipe, advice.measured) == (recipe, measured)
+    assert (advice.recipe, advice.decoder_recipe, advice.measured) == (recipe, decoder_recipe, measured)
     assert cpu.arch in advice.reason
 
 
@@ -62,7 +63,7 @@ def test_cpuinfo_flags_are_read():
 
 
 def _args(**kw):
-    base = dict(quantize="auto", quantize_encoder=None, backend="xnnpack")
+    base = dict(quantize="auto", quantize_encoder=None, quantize_decoder=None, backend="xnnpack")
     base.update(kw)
     return argparse.Namespace(**base)
 
@@ -72,8 +73,12 @@ def test_auto_resolves_per_cpu_and_is_refused_off_xnnpack():
     lines = export_cli.resolve_cpu_recipe(args, EPYC_AVX2)
     assert args.quantize == "8da8w" and lines[0].startswith("quantize auto: 8da8w (")
     args = _args()
+    lines = export_cli.resolve_cpu_recipe(args, XEON_VNNI)
+    assert (args.quantize, args.quantize_decoder) == ("8da8w", "8da4w")
+    assert lines[0].startswith("quantize auto: 8da8w encoder, 8da4w decoder and joint (")
+    args = _args(quantize_decoder="none")  # a decoder recipe the user named is kept
     export_cli.resolve_cpu_recipe(args, XEON_VNNI)
-    assert args.quantize == "8da4w"
+    assert (args.quantize, args.quantize_decoder) == ("8da8w", "none")
     with pytest.raises(ValueError, match="--backend metal"):
         export_cli.resolve_cpu_recipe(_args(backend="metal"), XEON_VNNI)
     lines = export_cli.resolve_cpu_recipe(_args(quantize="none", quantize_encoder="8da4w"), EPYC_AVX2)
@@ -95,3 +100,18 @@ def test_export_auto_on_an_avx2_cpu_writes_an_8da8w_pte(tiny_nemo, tmp_path, mon
     report = json.loads((out / "export_report.json").read_text())
     assert report["parts"]["encoder"]["recipe"] == "8da8w"
     assert (out / "model.pte").stat().st_size > 0
+
+
+def test_export_auto_on_a_vnni_cpu_writes_8da8w_encoder_and_8da4w_decoder(
+    tiny_nemo, tmp_path, monkeypatch, capsys, jfk_audio
+):
+    from conftest import make_transcriber
+
+    monkeypatch.setattr("parakeet_executorch.export.cpu_recipe.host_cpu_features", lambda: XEON_VNNI)
+    out = tmp_path / "auto"
+    assert export_cli.main(["--model", str(tiny_nemo), "--quantize", "auto", "--output-dir", str(out)]) == 0
+    assert "quantize auto: 8da8w encoder, 8da4w decoder and joint" in capsys.readouterr().out
+    report = json.loads((out / "export_report.json").read_text())
+    assert report["parts"]["encoder"]["recipe"] == "8da8w" and report["parts"]["decoder"]["recipe"] == "8da4w"
+    assert report["parts"]["decoder"]["quantized"] == report["parts"]["decoder"]["linear_layers"] > 0
+    assert make_transcriber(out).transcribe(jfk_audio).tokens  # the mixed program loads and decodes

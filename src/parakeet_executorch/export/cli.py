@@ -38,7 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=(*RECIPES, "auto"),
         default="none",
         help="quantization recipe for encoder and decoder/joint linears (default: none); auto: with --backend "
-        "xnnpack, the fastest recipe for this machine's CPU (8da4w with VNNI, 8da8w on AVX2 without it)",
+        "xnnpack, the fastest recipe for this machine's CPU (with VNNI an 8da8w encoder and 8da4w decoder/joint, "
+        "8da8w on AVX2 without it)",
     )
     p.add_argument("--quantize-encoder", choices=RECIPES, help="override --quantize for the encoder")
     p.add_argument("--quantize-decoder", choices=RECIPES, help="override --quantize for decoder and joint linears")
@@ -104,7 +105,8 @@ def _print(line: str) -> None:
 
 
 def resolve_cpu_recipe(args: argparse.Namespace, cpu) -> list[str]:
-    """Replace ``--quantize auto`` in ``args`` by ``cpu_recipe.recommended_cpu_recipe(cpu)``'s recipe; return the
+    """Replace ``--quantize auto`` in ``args`` by ``cpu_recipe.recommended_cpu_recipe(cpu)``'s recipe (and its
+    decoder recipe, where it has one and ``--quantize-decoder`` was not given); return the
     lines to print (the choice and its reason, or a warning when an XNNPACK recipe was measured slower than fp32
     on such a CPU).
 
@@ -122,7 +124,11 @@ def resolve_cpu_recipe(args: argparse.Namespace, cpu) -> list[str]:
             )
         advice = recommended_cpu_recipe(cpu)
         args.quantize = advice.recipe
-        lines.append(f"quantize auto: {advice.recipe} ({advice.reason})")
+        chosen = advice.recipe
+        if advice.decoder_recipe and args.quantize_decoder is None:  # a --quantize-decoder given is kept
+            args.quantize_decoder = advice.decoder_recipe
+            chosen = f"{advice.recipe} encoder, {advice.decoder_recipe} decoder and joint"
+        lines.append(f"quantize auto: {chosen} ({advice.reason})")
     recipe = args.quantize_encoder or args.quantize
     if args.backend == "xnnpack" and recipe:
         warning = slow_recipe_warning(recipe, cpu)

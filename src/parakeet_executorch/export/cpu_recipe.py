@@ -5,17 +5,26 @@ the CPU has an int8 dot-product instruction (x86: AVX-512 VNNI, AVX-VNNI or AMX)
 kernels lose to fp32 and the int8 x int8 ones barely win. Full-size transcription RTFx at 60 s (Python runner,
 2 threads, ``benchmarks/bench_transcribe.py``, random-weight v3-shaped model):
 
-=================================  =====  =====  =====
-CPU                                fp32   8da4w  8da8w
-=================================  =====  =====  =====
-Xeon, AVX-512 VNNI (2026-12-01)    12.27  20.26  18.41
-AMD EPYC, AVX2 + FMA, no VNNI      9.41   6.10   10.22
-=================================  =====  =====  =====
+=========================================  =====  =====  =====
+CPU                                        fp32   8da4w  8da8w
+=========================================  =====  =====  =====
+Xeon, AVX-512 VNNI (2026-12-01)            12.27  20.26  18.41
+AMD EPYC, AVX2 + FMA, no VNNI              9.41   6.10   10.22
+Xeon, AVX-512 VNNI (2026-12-06, 1x1 q.)    13.40  24.00  24.54
+=========================================  =====  =====  =====
 
-So: 8da4w (the smallest .pte, 4-bit weights) where there is VNNI, 8da8w on AVX2 + FMA without it, fp32 (``none``)
-below AVX2, where neither was measured. Other architectures (arm64: XNNPACK's int8 kernels use its dot-product
-instructions) get 8da4w, ExecuTorch's usual CPU recipe, unmeasured here. The advice is for the machine that
-*runs* the .pte; a .pte exported on one machine runs on any other, only at that machine's speed.
+The last row is after 8da8w began to quantize the conformer's 1x1 convolutions too: its encoder then took
+1.78 s at 60 s against 8da4w's 2.37 s (1.33x) and 0.243 s against 0.303 s at 10 s, at equal work (8da4w's end-to-end
+figure is flattered by the random-weight model emitting 1.4 tokens/s under it against 3.2 under 8da8w). In the
+greedy loop the other way round: one joint or prediction-network call (M = 1) is fastest with 8da4w's weights,
+and the 8da8w encoder with 8da4w decoder and joint took 0.176 s of loop at 60 s against 0.590 s with 8da8w's and
+0.338 s with fp32's (``benchmarks/results/transcribe_pointwise/``).
+
+So: where there is VNNI, the 8da8w encoder with 8da4w decoder and joint; on AVX2 + FMA without it 8da8w (its
+int8 x int4 kernels were slower than fp32 there; the M = 1 case was not measured on such a CPU); fp32
+(``none``) below AVX2, where neither was measured. Other architectures (arm64: XNNPACK's int8 kernels use its
+dot-product instructions) get 8da4w, ExecuTorch's usual CPU recipe, unmeasured here. The advice is for the
+machine that *runs* the .pte; a .pte exported on one machine runs on any other, only at that machine's speed.
 """
 
 from __future__ import annotations
@@ -78,14 +87,17 @@ class CpuRecipeAdvice:
     """The XNNPACK recipe to use on a CPU, and why.
 
     Attributes:
-        recipe: a ``--quantize`` name (``8da4w``, ``8da8w`` or ``none``).
+        recipe: a ``--quantize`` name (``8da4w``, ``8da8w`` or ``none``), for the encoder and, unless
+            ``decoder_recipe`` says otherwise, the decoder and joint.
         reason: one line naming the CPU features and the measurement behind the choice.
         measured: whether a CPU of this kind was benchmarked (module docstring's table).
+        decoder_recipe: a ``--quantize-decoder`` name for the prediction network and joint, or None for ``recipe``.
     """
 
     recipe: str
     reason: str
     measured: bool
+    decoder_recipe: str | None = None
 
 
 def recommended_cpu_recipe(cpu: CpuFeatures) -> CpuRecipeAdvice:
@@ -97,7 +109,11 @@ def recommended_cpu_recipe(cpu: CpuFeatures) -> CpuRecipeAdvice:
         )
     if cpu.int8_dot:
         return CpuRecipeAdvice(
-            "8da4w", f"{what}: int8 dot products (VNNI), 8da4w measured 1.65x fp32 and 1.10x 8da8w on such a CPU", True
+            "8da8w",
+            f"{what}: int8 dot products (VNNI); on such a CPU the 8da8w encoder measured 1.33x 8da4w's at 60 s, "
+            "and 8da4w decoder and joint calls 3.4x faster than 8da8w's",
+            True,
+            decoder_recipe="8da4w",
         )
     if "avx2" in cpu.flags and "fma" in cpu.flags:
         return CpuRecipeAdvice(
