@@ -76,9 +76,14 @@ def test_auto_resolves_per_cpu_and_is_refused_off_xnnpack():
     lines = export_cli.resolve_cpu_recipe(args, XEON_VNNI)
     assert (args.quantize, args.quantize_decoder) == ("8da8w", "8da4w")
     assert lines[0].startswith("quantize auto: 8da8w encoder, 8da4w decoder and joint (")
-    args = _args(quantize_decoder="none")  # a decoder recipe the user named is kept
-    export_cli.resolve_cpu_recipe(args, XEON_VNNI)
+    args = _args(quantize_decoder="none")  # a part's recipe the user named is kept, and the line says what each gets
+    lines = export_cli.resolve_cpu_recipe(args, XEON_VNNI)
     assert (args.quantize, args.quantize_decoder) == ("8da8w", "none")
+    assert lines[0].startswith("quantize auto: 8da8w encoder, none decoder and joint (")
+    assert "kept your --quantize-decoder" in lines[0]
+    args = _args(quantize_encoder="8da4w")
+    lines = export_cli.resolve_cpu_recipe(args, XEON_VNNI)
+    assert lines[0].startswith("quantize auto: 8da4w (") and "kept your --quantize-encoder" in lines[0]
     with pytest.raises(ValueError, match="--backend metal"):
         export_cli.resolve_cpu_recipe(_args(backend="metal"), XEON_VNNI)
     lines = export_cli.resolve_cpu_recipe(_args(quantize="none", quantize_encoder="8da4w"), EPYC_AVX2)

@@ -124,11 +124,22 @@ def resolve_cpu_recipe(args: argparse.Namespace, cpu) -> list[str]:
             )
         advice = recommended_cpu_recipe(cpu)
         args.quantize = advice.recipe
-        chosen = advice.recipe
+        kept = [
+            flag
+            for flag, v in (
+                ("--quantize-encoder", args.quantize_encoder),
+                ("--quantize-decoder", args.quantize_decoder),
+            )
+            if v
+        ]
         if advice.decoder_recipe and args.quantize_decoder is None:  # a --quantize-decoder given is kept
             args.quantize_decoder = advice.decoder_recipe
-            chosen = f"{advice.recipe} encoder, {advice.decoder_recipe} decoder and joint"
-        lines.append(f"quantize auto: {chosen} ({advice.reason})")
+        # The line names what each part will get, the user's per-part choices included.
+        encoder = args.quantize_encoder or args.quantize
+        decoder = args.quantize_decoder or args.quantize
+        chosen = encoder if encoder == decoder else f"{encoder} encoder, {decoder} decoder and joint"
+        also = f"; kept your {' and '.join(kept)}" if kept else ""
+        lines.append(f"quantize auto: {chosen} ({advice.reason}{also})")
     recipe = args.quantize_encoder or args.quantize
     if args.backend == "xnnpack" and recipe:
         warning = slow_recipe_warning(recipe, cpu)
