@@ -41,10 +41,13 @@ def _label(backend: str, recipe: str) -> str:
     return f"{backend}-{'fp32' if recipe == 'none' else recipe}"
 
 
-# system name -> (backend, recipe), every pair of the registry on the CPU backends
-RECIPES = {_label(b, r.name): (b, r.name) for b in ("xnnpack", "portable") for r in REGISTRY if r.runs_on(b)}
+# system name -> (backend, recipe, decoder recipe or None for the recipe's own), every pair of the registry on the
+# CPU backends, plus what `parakeet-export --quantize auto` gives on a CPU with VNNI (an 8da8w encoder with 8da4w
+# decoder and joint, export/cpu_recipe.py), spelled encoder+decoder
+RECIPES = {_label(b, r.name): (b, r.name, None) for b in ("xnnpack", "portable") for r in REGISTRY if r.runs_on(b)}
+RECIPES["xnnpack-8da8w+8da4w"] = ("xnnpack", "8da8w", "8da4w")
 DEFAULT_RECIPES = ("xnnpack-fp32", "xnnpack-8da4w", "xnnpack-8da8w", "xnnpack-fpa4w", "portable-fp32")
-FP32_RECIPES = tuple(name for name, (_, recipe) in RECIPES.items() if recipe == "none")
+FP32_RECIPES = tuple(name for name, (_, recipe, _dec) in RECIPES.items() if recipe == "none")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -556,10 +559,15 @@ def main(argv: list[str] | None = None) -> int:
         max_s = export_bound_s(lengths)
         export_steps = []
         for r in args.recipes:
-            backend, q = RECIPES[r]
-            cmd = export_step(
-                nemo, ExportOptions(backend=backend, quantize=q, max_audio_seconds=max_s, output_dir=out / "pte" / r)
+            backend, q, q_decoder = RECIPES[r]
+            options = ExportOptions(
+                backend=backend,
+                quantize=q,
+                quantize_decoder=q_decoder,
+                max_audio_seconds=max_s,
+                output_dir=out / "pte" / r,
             )
+            cmd = export_step(nemo, options)
             export_steps.append((f"export {r}", cmd, logs / f"export_{r}.log"))
         if not args.no_ort:
             export_steps.append(

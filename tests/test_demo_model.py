@@ -274,6 +274,29 @@ def test_eval_wer_writes_a_table(tmp_path, demo_nemo):
     assert "| pte | none | portable |" in (tmp_path / "results.md").read_text()
 
 
+def test_test_sets_are_found_after_a_move_and_from_another_working_directory(tmp_path, monkeypatch, capsys):
+    """The manifest names each file under its set's folder, so test sets made with a relative --out are reused
+    from wherever the folder is reached (they once held paths relative to the first run's working directory)."""
+    from pathlib import Path
+
+    from parakeet_executorch.training.evaluate import make_test_sets
+
+    monkeypatch.chdir(tmp_path)
+    first = make_test_sets(Path("eval") / "testsets", n=1, seed=2026, long_seconds=4.0, workers=1)
+    manifest = json.loads((tmp_path / "eval" / "testsets" / "testsets.json").read_text())
+    assert manifest["sets"]["random"][0]["path"] == "random/0000.wav"
+    assert manifest["sets"]["long_path"] == "long/long.wav"
+    (tmp_path / "moved").mkdir()
+    (tmp_path / "eval").rename(tmp_path / "moved" / "eval")
+    monkeypatch.chdir(tmp_path / "moved" / "eval")
+    capsys.readouterr()
+    again = make_test_sets(Path("testsets"), n=1, seed=2026, long_seconds=4.0, workers=1)
+    assert "reusing the test sets" in capsys.readouterr().out
+    names = ("random", "sentences", "festival", "long")
+    assert [len(again[n]) for n in names] == [len(first[n]) for n in names]
+    assert all(Path(r["path"]).is_file() for n in names for r in again[n]) and Path(again["long_path"]).is_file()
+
+
 def test_eval_wer_refuses_training_seed_and_bad_pairs(tmp_path, demo_nemo):
     from parakeet_executorch.training.evaluate import main
 

@@ -38,7 +38,7 @@ def make_test_sets(out_dir: Path, n: int, seed: int, long_seconds: float, worker
 
     Returns:
         ``{"random": [row...], "sentences": [...], "festival": [...], "long": [...], "long_path": str}``; a row has
-        ``path``, ``text``, ``voice``; long rows also ``start`` and ``end`` in the recording.
+        ``path`` (under ``out_dir``), ``text``, ``voice``; long rows also ``start`` and ``end`` in the recording.
     Raises:
         SynthError: a synthesizer is missing (festival is needed for (c) and (d)).
     """
@@ -52,7 +52,7 @@ def make_test_sets(out_dir: Path, n: int, seed: int, long_seconds: float, worker
         saved = json.loads(manifest.read_text())
         if saved.get("recipe") == recipe:
             print(f"reusing the test sets in {out_dir}", flush=True)
-            return saved["sets"]
+            return _located(out_dir, saved["sets"])
     sets = corpus.test_sets(seed, n, long_seconds)
     result: dict = {}
     for name, clips in sets.items():
@@ -66,7 +66,7 @@ def make_test_sets(out_dir: Path, n: int, seed: int, long_seconds: float, worker
             sf.write(path, wav, 16000, subtype="PCM_16")
             rows.append(
                 {
-                    "path": str(path),
+                    "path": f"{name}/{path.name}",
                     "text": clip.text,
                     "voice": clip.voice.describe(),
                     "synth": clip.voice.synth,
@@ -75,8 +75,8 @@ def make_test_sets(out_dir: Path, n: int, seed: int, long_seconds: float, worker
             )
         if name == "long":
             recording, spans = corpus.long_recording(clips, audio, min_seconds=long_seconds)
-            result["long_path"] = str(folder / "long.wav")
-            sf.write(result["long_path"], recording, 16000, subtype="PCM_16")
+            result["long_path"] = f"{name}/long.wav"
+            sf.write(folder / "long.wav", recording, 16000, subtype="PCM_16")
             for row, span in zip(rows, spans):
                 row.update(start=span["start"], end=span["end"])
         seconds = sum(len(a) for a in audio) / 16000
@@ -86,7 +86,25 @@ def make_test_sets(out_dir: Path, n: int, seed: int, long_seconds: float, worker
         )
         result[name] = rows
     manifest.write_text(json.dumps({"recipe": recipe, "sets": result}, indent=1) + "\n")
-    return result
+    return _located(out_dir, result)
+
+
+def _located(out_dir: Path, sets: dict) -> dict:
+    """``sets`` with every audio path under ``out_dir``. The manifest names each file by its set's folder and its
+    name (``random/0000.wav``), so a folder of test sets can be moved or reached from another working directory;
+    manifests written before held the path as given when they were made (relative to that run's working
+    directory, or absolute), and the same two last parts locate those files too."""
+
+    def here(path: str) -> str:
+        p = Path(path)
+        return str(out_dir / p.parent.name / p.name)
+
+    located: dict = {
+        name: [dict(row, path=here(row["path"])) for row in rows] for name, rows in sets.items() if name != "long_path"
+    }
+    if "long_path" in sets:
+        located["long_path"] = here(sets["long_path"])
+    return located
 
 
 def word_error_rate(refs: list[str], hyps: list[str]) -> float:
