@@ -115,8 +115,23 @@ def test_export_auto_on_a_vnni_cpu_writes_8da8w_encoder_and_8da4w_decoder(
     monkeypatch.setattr("parakeet_executorch.export.cpu_recipe.host_cpu_features", lambda: XEON_VNNI)
     out = tmp_path / "auto"
     assert export_cli.main(["--model", str(tiny_nemo), "--quantize", "auto", "--output-dir", str(out)]) == 0
-    assert "quantize auto: 8da8w encoder, 8da4w decoder and joint" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "quantize auto: 8da8w encoder, 8da4w decoder and joint" in printed
+    assert (
+        "  encoder: 8da8w, group size per channel: quantized" in printed
+        and "  decoder: 8da4w, group size 32:" in printed
+    )
     report = json.loads((out / "export_report.json").read_text())
     assert report["parts"]["encoder"]["recipe"] == "8da8w" and report["parts"]["decoder"]["recipe"] == "8da4w"
     assert report["parts"]["decoder"]["quantized"] == report["parts"]["decoder"]["linear_layers"] > 0
     assert make_transcriber(out).transcribe(jfk_audio).tokens  # the mixed program loads and decodes
+
+    # A decoder the user keeps float: the lines say so, with no group size for a part left unquantized.
+    out = tmp_path / "auto-float-decoder"
+    argv = ["--model", str(tiny_nemo), "--quantize", "auto", "--quantize-decoder", "none", "--output-dir", str(out)]
+    assert export_cli.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert (
+        "quantize auto: 8da8w encoder, none decoder and joint" in printed and "kept your --quantize-decoder" in printed
+    )
+    assert "  decoder: none: quantized 0 of" in printed

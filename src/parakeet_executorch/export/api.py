@@ -232,9 +232,9 @@ class _Export:
         )
         parts = tuple(PartQuantization.from_part_report(part, r) for part, r in reports.items())
         for p in parts:
-            gs = p.group_size or "per channel"
+            grouping = "" if p.recipe == "none" else f", group size {p.group_size or 'per channel'}"
             self.say(
-                f"  {p.part}: {p.recipe}, group size {gs}: quantized {p.quantized} of {p.linear_layers} "
+                f"  {p.part}: {p.recipe}{grouping}: quantized {p.quantized} of {p.linear_layers} "
                 f"layers, weights {p.weight_bytes_before / 1e6:.2f} MB -> {p.weight_bytes_after / 1e6:.2f} MB"
             )
             for reason in p.left_float:
