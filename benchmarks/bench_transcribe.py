@@ -42,10 +42,11 @@ def _label(backend: str, recipe: str) -> str:
 
 
 # system name -> (backend, recipe, decoder recipe or None for the recipe's own), every pair of the registry on the
-# CPU backends, plus what `parakeet-export --quantize auto` gives on a CPU with VNNI (an 8da8w encoder with 8da4w
-# decoder and joint, export/cpu_recipe.py), spelled encoder+decoder
+# CPU backends, plus an 8da8w encoder with another decoder and joint, spelled encoder+decoder: with fp32, what
+# `parakeet-export --quantize auto` gives on a CPU with VNNI (export/cpu_recipe.py), and with 8da4w
 RECIPES = {_label(b, r.name): (b, r.name, None) for b in ("xnnpack", "portable") for r in REGISTRY if r.runs_on(b)}
 RECIPES["xnnpack-8da8w+8da4w"] = ("xnnpack", "8da8w", "8da4w")
+RECIPES["xnnpack-8da8w+fp32"] = ("xnnpack", "8da8w", "none")
 DEFAULT_RECIPES = ("xnnpack-fp32", "xnnpack-8da4w", "xnnpack-8da8w", "xnnpack-fpa4w", "portable-fp32")
 FP32_RECIPES = tuple(name for name, (_, recipe, _dec) in RECIPES.items() if recipe == "none")
 

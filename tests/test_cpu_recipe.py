@@ -32,8 +32,8 @@ APPLE = CpuFeatures("arm64")
 @pytest.mark.parametrize(
     "cpu, recipe, decoder_recipe, measured",
     [
-        (XEON_VNNI, "8da8w", "8da4w", True),
-        (ALDER_LAKE, "8da8w", "8da4w", True),
+        (XEON_VNNI, "8da8w", "none", True),
+        (ALDER_LAKE, "8da8w", "none", True),
         (EPYC_AVX2, "8da8w", None, True),
         (OLD_X86, "none", None, False),
         (APPLE, "8da4w", None, False),
@@ -74,16 +74,17 @@ def test_auto_resolves_per_cpu_and_is_refused_off_xnnpack():
     assert args.quantize == "8da8w" and lines[0].startswith("quantize auto: 8da8w (")
     args = _args()
     lines = export_cli.resolve_cpu_recipe(args, XEON_VNNI)
+    assert (args.quantize, args.quantize_decoder) == ("8da8w", "none")
+    assert lines[0].startswith("quantize auto: 8da8w encoder, fp32 decoder and joint (")
+    args = _args(quantize_decoder="8da4w")  # a part's recipe the user named is kept, and the line says what each gets
+    lines = export_cli.resolve_cpu_recipe(args, XEON_VNNI)
     assert (args.quantize, args.quantize_decoder) == ("8da8w", "8da4w")
     assert lines[0].startswith("quantize auto: 8da8w encoder, 8da4w decoder and joint (")
-    args = _args(quantize_decoder="none")  # a part's recipe the user named is kept, and the line says what each gets
-    lines = export_cli.resolve_cpu_recipe(args, XEON_VNNI)
-    assert (args.quantize, args.quantize_decoder) == ("8da8w", "none")
-    assert lines[0].startswith("quantize auto: 8da8w encoder, none decoder and joint (")
     assert "kept your --quantize-decoder" in lines[0]
     args = _args(quantize_encoder="8da4w")
     lines = export_cli.resolve_cpu_recipe(args, XEON_VNNI)
-    assert lines[0].startswith("quantize auto: 8da4w (") and "kept your --quantize-encoder" in lines[0]
+    assert lines[0].startswith("quantize auto: 8da4w encoder, fp32 decoder and joint (")
+    assert "kept your --quantize-encoder" in lines[0]
     with pytest.raises(ValueError, match="--backend metal"):
         export_cli.resolve_cpu_recipe(_args(backend="metal"), XEON_VNNI)
     lines = export_cli.resolve_cpu_recipe(_args(quantize="none", quantize_encoder="8da4w"), EPYC_AVX2)
@@ -107,7 +108,7 @@ def test_export_auto_on_an_avx2_cpu_writes_an_8da8w_pte(tiny_nemo, tmp_path, mon
     assert (out / "model.pte").stat().st_size > 0
 
 
-def test_export_auto_on_a_vnni_cpu_writes_8da8w_encoder_and_8da4w_decoder(
+def test_export_auto_on_a_vnni_cpu_writes_8da8w_encoder_and_fp32_decoder(
     tiny_nemo, tmp_path, monkeypatch, capsys, jfk_audio
 ):
     from conftest import make_transcriber
@@ -116,22 +117,11 @@ def test_export_auto_on_a_vnni_cpu_writes_8da8w_encoder_and_8da4w_decoder(
     out = tmp_path / "auto"
     assert export_cli.main(["--model", str(tiny_nemo), "--quantize", "auto", "--output-dir", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "quantize auto: 8da8w encoder, 8da4w decoder and joint" in printed
-    assert (
-        "  encoder: 8da8w, group size per channel: quantized" in printed
-        and "  decoder: 8da4w, group size 32:" in printed
-    )
-    report = json.loads((out / "export_report.json").read_text())
-    assert report["parts"]["encoder"]["recipe"] == "8da8w" and report["parts"]["decoder"]["recipe"] == "8da4w"
-    assert report["parts"]["decoder"]["quantized"] == report["parts"]["decoder"]["linear_layers"] > 0
-    assert make_transcriber(out).transcribe(jfk_audio).tokens  # the mixed program loads and decodes
-
-    # A decoder the user keeps float: the lines say so, with no group size for a part left unquantized.
-    out = tmp_path / "auto-float-decoder"
-    argv = ["--model", str(tiny_nemo), "--quantize", "auto", "--quantize-decoder", "none", "--output-dir", str(out)]
-    assert export_cli.main(argv) == 0
-    printed = capsys.readouterr().out
-    assert (
-        "quantize auto: 8da8w encoder, none decoder and joint" in printed and "kept your --quantize-decoder" in printed
-    )
+    assert "quantize auto: 8da8w encoder, fp32 decoder and joint" in printed
+    # the per-part lines: a group size for the quantized encoder, none for the decoder left float
+    assert "  encoder: 8da8w, group size per channel: quantized" in printed
     assert "  decoder: none: quantized 0 of" in printed
+    report = json.loads((out / "export_report.json").read_text())
+    assert report["parts"]["encoder"]["recipe"] == "8da8w" and report["parts"]["decoder"]["recipe"] == "none"
+    assert report["parts"]["encoder"]["quantized"] == report["parts"]["encoder"]["linear_layers"] > 0
+    assert make_transcriber(out).transcribe(jfk_audio).tokens  # the mixed program loads and decodes

@@ -302,7 +302,8 @@ def test_eval_wer_refuses_training_seed_and_bad_pairs(tmp_path, demo_nemo):
 
     with pytest.raises(SystemExit):
         main(["--model", str(demo_nemo), "--out", str(tmp_path), "--seed", "1", "--recipes"])
-    for bad in ("8w:xnnpack", "fpa4w:xnnpack:16", "8da4w:xnnpack:16", "8da4w:xnnpack:x", "8da4w"):
+    bad_pairs = ("8w:xnnpack", "fpa4w:xnnpack:16", "8da4w:xnnpack:16", "8da4w:xnnpack:x", "8da4w")
+    for bad in (*bad_pairs, "8da8w+8w:xnnpack", "8da8w+8da4w+none:xnnpack", "8da8w+x:xnnpack"):
         with pytest.raises(SystemExit):
             main(["--model", str(demo_nemo), "--out", str(tmp_path), "--recipes", bad])
 

@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=(*RECIPES, "auto"),
         default="none",
         help="quantization recipe for encoder and decoder/joint linears (default: none); auto: with --backend "
-        "xnnpack, the fastest recipe for this machine's CPU (with VNNI an 8da8w encoder and 8da4w decoder/joint, "
+        "xnnpack, the fastest recipe for this machine's CPU (with VNNI an 8da8w encoder and fp32 decoder/joint, "
         "8da8w on AVX2 without it)",
     )
     p.add_argument("--quantize-encoder", choices=RECIPES, help="override --quantize for the encoder")
@@ -137,6 +137,8 @@ def resolve_cpu_recipe(args: argparse.Namespace, cpu) -> list[str]:
         # The line names what each part will get, the user's per-part choices included.
         encoder = args.quantize_encoder or args.quantize
         decoder = args.quantize_decoder or args.quantize
+        shown = {"none": "fp32"}
+        encoder, decoder = shown.get(encoder, encoder), shown.get(decoder, decoder)
         chosen = encoder if encoder == decoder else f"{encoder} encoder, {decoder} decoder and joint"
         also = f"; kept your {' and '.join(kept)}" if kept else ""
         lines.append(f"quantize auto: {chosen} ({advice.reason}{also})")

@@ -20,7 +20,11 @@ greedy loop the other way round: one joint or prediction-network call (M = 1) is
 and the 8da8w encoder with 8da4w decoder and joint took 0.176 s of loop at 60 s against 0.590 s with 8da8w's and
 0.338 s with fp32's (``benchmarks/results/transcribe_pointwise/``).
 
-So: where there is VNNI, the 8da8w encoder with 8da4w decoder and joint; on AVX2 + FMA without it 8da8w (its
+8da4w's speed there has a price: on the trained demo model the 8da8w encoder with 8da4w decoder and joint moved
+WER by +0.9 to +1.9 points (as eager on 406 of 751 clips), nearly 8da4w's whole damage, while with an fp32 decoder
+and joint it stayed within -0.3..+0.1 (718 of 751 clips as eager), the closest of all quantized exports.
+
+So: where there is VNNI, the 8da8w encoder with fp32 decoder and joint; on AVX2 + FMA without it 8da8w (its
 int8 x int4 kernels were slower than fp32 there; the M = 1 case was not measured on such a CPU); fp32
 (``none``) below AVX2, where neither was measured. Other architectures (arm64: XNNPACK's int8 kernels use its
 dot-product instructions) get 8da4w, ExecuTorch's usual CPU recipe, unmeasured here. The advice is for the
@@ -110,10 +114,11 @@ def recommended_cpu_recipe(cpu: CpuFeatures) -> CpuRecipeAdvice:
     if cpu.int8_dot:
         return CpuRecipeAdvice(
             "8da8w",
-            f"{what}: int8 dot products (VNNI); on such a CPU the 8da8w encoder measured 1.33x 8da4w's at 60 s, "
-            "and 8da4w decoder and joint calls 3.4x faster than 8da8w's",
+            f"{what}: int8 dot products (VNNI); on such a CPU the 8da8w encoder measured 1.33x 8da4w's at 60 s, and "
+            "one-row decoder and joint calls 1.7x faster in fp32 than in 8da8w (8da4w's, faster still, cost the "
+            "trained demo model 1-2 WER points)",
             True,
-            decoder_recipe="8da4w",
+            decoder_recipe="none",
         )
     if "avx2" in cpu.flags and "fma" in cpu.flags:
         return CpuRecipeAdvice(

@@ -190,7 +190,8 @@ def nemo_system(model_path: str, sets: dict) -> dict:
 
 
 def pte_system(model_path: str, recipe: str, backend: str, group_size: int | None, work: Path, sets: dict) -> dict:
-    """Export one recipe and transcribe every clip, and the long recording as one file, with the Python runner.
+    """Export one recipe (``ENCODER+DECODER`` for one per part, e.g. ``8da8w+8da4w``) and transcribe every clip, and
+    the long recording as one file, with the Python runner.
 
     Returns:
         ``{set: [text...], "long_file": (text, words), "info": {"export_s", "pte_mb", "rtfx",
@@ -214,7 +215,13 @@ def pte_system(model_path: str, recipe: str, backend: str, group_size: int | Non
     try:
         report = export_pte(
             model_path,
-            ExportOptions(backend=backend, quantize=recipe, group_size=group_size, output_dir=out_dir),
+            ExportOptions(
+                backend=backend,
+                quantize=recipe.partition("+")[0],
+                quantize_decoder=recipe.partition("+")[2] or None,
+                group_size=group_size,
+                output_dir=out_dir,
+            ),
             progress=lambda line: print(line, flush=True),
         )
     except (BackendError, ModelLoadError, RecipeError, ValueError, OSError) as exc:
@@ -310,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         "--recipes",
         nargs="*",
         default=DEFAULT_RECIPES,
-        metavar="RECIPE:BACKEND[:GROUP_SIZE]",
+        metavar="RECIPE[+DECODER_RECIPE]:BACKEND[:GROUP_SIZE]",
         help=f"default: {' '.join(DEFAULT_RECIPES)}",
     )
     args = p.parse_args(argv)
@@ -323,13 +330,22 @@ def main(argv: list[str] | None = None) -> int:
     for item in args.recipes:
         fields = item.split(":")
         recipe, backend, rest = fields[0], fields[1] if len(fields) > 1 else "", fields[2:]
-        if recipe not in RECIPES or backend not in BACKENDS or len(rest) > 1 or (rest and not rest[0].isdigit()):
+        parts = recipe.split("+")  # ENCODER+DECODER, e.g. 8da8w+8da4w (what --quantize auto gives with VNNI)
+        if (
+            len(parts) > 2
+            or not all(r in RECIPES for r in parts)
+            or backend not in BACKENDS
+            or len(rest) > 1
+            or (rest and not rest[0].isdigit())
+        ):
             p.error(
-                f"{item!r}: expected RECIPE:BACKEND[:GROUP_SIZE] with RECIPE in {RECIPES} and BACKEND in {BACKENDS}"
+                f"{item!r}: expected RECIPE[+DECODER_RECIPE]:BACKEND[:GROUP_SIZE] with recipes in {RECIPES} and "
+                f"BACKEND in {BACKENDS}"
             )
         group_size = int(rest[0]) if rest else None
         try:
-            check_recipe(recipe, backend, group_size)
+            for part in parts:
+                check_recipe(part, backend, group_size)
         except RecipeError as e:
             p.error(str(e))
         pairs.append((recipe, backend, group_size))
