@@ -2,8 +2,9 @@
 that was measured slower than fp32 on the host's kind of CPU gets a warning naming the faster one.
 
 The expected choices are the measured table of ``export/cpu_recipe.py``'s docstring (issue: fastest CPU recipe per
-ISA): with VNNI the 8da8w encoder (1x1 convolutions quantized) beat 8da4w's and 8da4w decoder/joint calls beat
-8da8w's and fp32's; on AVX2 + FMA without VNNI 8da4w was slower than fp32 and 8da8w faster.
+ISA): with VNNI the 8da8w encoder (1x1 convolutions quantized) beat 8da4w's, and fp32 decoder/joint calls beat
+8da8w's while keeping the trained demo model's WER (8da4w's, faster still, did not); on AVX2 + FMA without VNNI
+8da4w was slower than fp32 and 8da8w faster.
 """
 
 from __future__ import annotations

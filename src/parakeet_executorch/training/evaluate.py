@@ -210,6 +210,7 @@ def pte_system(model_path: str, recipe: str, backend: str, group_size: int | Non
     from ..runtime.transcribe import Transcriber
     from ..tokenizer import Tokenizer
 
+    encoder_recipe, _, decoder_recipe = recipe.partition("+")
     out_dir = work / f"{recipe}-{backend}" if group_size is None else work / f"{recipe}-{backend}-g{group_size}"
     t0 = time.perf_counter()
     try:
@@ -217,8 +218,8 @@ def pte_system(model_path: str, recipe: str, backend: str, group_size: int | Non
             model_path,
             ExportOptions(
                 backend=backend,
-                quantize=recipe.partition("+")[0],
-                quantize_decoder=recipe.partition("+")[2] or None,
+                quantize=encoder_recipe,
+                quantize_decoder=decoder_recipe or None,
                 group_size=group_size,
                 output_dir=out_dir,
             ),
@@ -330,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     for item in args.recipes:
         fields = item.split(":")
         recipe, backend, rest = fields[0], fields[1] if len(fields) > 1 else "", fields[2:]
-        parts = recipe.split("+")  # ENCODER+DECODER, e.g. 8da8w+8da4w (what --quantize auto gives with VNNI)
+        parts = recipe.split("+")  # ENCODER+DECODER, e.g. 8da8w+none (what --quantize auto gives with VNNI)
         if (
             len(parts) > 2
             or not all(r in RECIPES for r in parts)
