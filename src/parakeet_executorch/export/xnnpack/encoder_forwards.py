@@ -20,9 +20,10 @@ graph level is :mod:`.view_rewrites`.
    ``RelPositionMultiHeadAttention`` -> the same attention in 3-D (batch 1 dropped: [heads, time, d_k]).
        In 4-D, every ``matmul`` became expand + view + bmm + view with two symbolic sizes, which XNNPACK's reshape
        cannot take, so each layer split three times. In 3-D the bmm operands and results need no such view.
-       The relative shift (pad, view, slice, view, slice) stays on the portable kernels: its views and slices have
-       run-time sizes, which XNNPACK's static reshape/slice cannot express. It is pure data movement, identical to
-       NeMo's ``rel_shift``; it is the only per-layer cut of the graph.
+       The relative shift stays on the portable kernels: NeMo's pad, view, slice, view, slice have run-time sizes,
+       which XNNPACK's static reshape/slice cannot express. Here it is one ``as_strided`` read of the same elements
+       (``_rel_shift_3d``), one portable copy of [heads, T, T] instead of a pad and three copies of about twice
+       that; it is pure data movement, identical to NeMo's ``rel_shift``, and the only per-layer cut of the graph.
        Masking: ``masked_fill(mask, -10000)`` -> ``scores * keep + fill`` and ``masked_fill(mask, 0)`` ->
        ``attn * keep`` with float ``keep = ~mask`` and ``fill = mask * -10000``, made once per mask tensor.
        For finite scores, ``s * 1 + (-0.0) == s`` and ``s * 0 + (-10000) == -10000`` exactly, so the result is
@@ -98,11 +99,17 @@ def _layer_norm_forward(self, x):
 
 
 def _rel_shift_3d(x: torch.Tensor) -> torch.Tensor:
-    """NeMo's ``rel_shift`` for [heads, time, 2*time-1] (batch dimension dropped)."""
+    """NeMo's ``rel_shift`` of [heads, T, 2T-1] followed by its ``[..., :T]``, as one strided read: [heads, T, T].
+
+    NeMo pads a zero column, views the [T, 2T] rows as [2T, T], drops the first row, views the rest as [T, 2T-1]
+    and keeps T columns. Following one element through (padded row i, column T - i + j, which is never the zero
+    column for 0 <= i, j < T) gives ``out[h, i, j] = x[h, i, j + T - 1 - i]``: in a contiguous x, the offset
+    ``h*T*(2T-1) + i*(2T-2) + j + (T-1)``, i.e. ``as_strided`` with strides (T*(2T-1), 2T-2, 1) and offset T-1.
+    One ``as_strided_copy`` of T*T floats per head replaces pad, two slice copies and the final slice (about three
+    copies of 2*T*T floats each); the values are the same elements."""
     h, qlen, pos_len = x.size()
-    x = F.pad(x, pad=(1, 0))
-    x = x.view(h, -1, qlen)
-    return x[:, 1:].view(h, qlen, pos_len)
+    x = x.contiguous()
+    return x.as_strided((h, qlen, qlen), (qlen * pos_len, pos_len - 1, 1), qlen - 1)
 
 
 def _position_table(pos_enc, attention) -> torch.Tensor:
@@ -142,7 +149,7 @@ def _make_attention_forward(masks: _MaskCache, original, pos_enc=None):
         q_v = (q + self.pos_bias_v).transpose(0, 1)
         matrix_bd = torch.bmm(q_v, p_t)  # [H, T, P]
         matrix_ac = torch.bmm(q_u, k.permute(1, 2, 0))  # [H, T, T]
-        matrix_bd = _rel_shift_3d(matrix_bd)[:, :, : matrix_ac.size(-1)]
+        matrix_bd = _rel_shift_3d(matrix_bd)
         scores = (matrix_ac + matrix_bd) / self.s_d_k
         if mask is not None:
             keep, fill = masks.keep_and_fill(mask, scores.dtype)  # [1, T, T] broadcasts over heads
