@@ -5,7 +5,9 @@ audio ``--runs`` times after one warm-up, the systems interleaved run by run, wi
 ``--threads`` and torch's at one (as ``parakeet-transcribe`` runs), and reports the median seconds of the
 preprocessor method, the encoder method and the greedy TDT loop, plus the seconds spent inside fpa_lowbit's
 ExecuTorch kernels (fpa4w programs) and their share of the encoder. The last column is each system's encoder speed
-against the first ``--pte`` (time(first) / time(this)).
+against the first ``--pte`` (time(first) / time(this)). With ``--etdump`` it then profiles each encoder at each
+length with ETDump (``bench_export.etdump_profile``: jfk.wav looped, 3 runs after a warm-up): the time in XNNPACK
+delegates, in the portable kernels between them, and per XNNPACK operator kind.
 
     python benchmarks/bench_pte_stages.py --pte out/pte/xnnpack-fp32 out/pte/xnnpack-fpa4w \\
         --audio out/audio_10s.npy out/audio_60s.npy --out benchmarks/results/transcribe_fpa4w
@@ -32,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=2, help="timed runs per system and clip (after one warm-up)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", type=Path, help="folder for stages.md and stages.json")
+    ap.add_argument("--etdump", action="store_true", help="also profile each encoder with ETDump (needs --out)")
     args = ap.parse_args(argv)
     systems = {p.name: PteSystem(str(p / "model.pte"), str(p / "tokenizer.model"), args.threads) for p in args.pte}
     ref = args.pte[0].name
@@ -63,11 +66,38 @@ def main(argv: list[str] | None = None) -> int:
             f"| {name} | {seconds:g} | {st['preprocess']:.3f} | {st['encode']:.3f} | {st['decode']:.3f} | {share} | "
             f"**{speed:.2f}x** |"
         )
+    profiles = {}
+    if args.etdump:
+        if not args.out:
+            ap.error("--etdump needs --out (the .etdp files are written there)")
+        from bench_export import etdump_profile
+
+        args.out.mkdir(parents=True, exist_ok=True)
+        lines += [
+            "",
+            "ETDump of each encoder (jfk.wav looped, median of 3 runs after a warm-up, ms):",
+            "",
+            "| .pte | audio s | execute | XNNPACK delegates | portable kernels | largest operators inside the delegates |",
+            "|---|---|---|---|---|---|",
+        ]
+        for (name, seconds) in rows:
+            prof = etdump_profile(args.pte[[p.name for p in args.pte].index(name)] / "model.pte", seconds, args.out)
+            profiles[f"{name}@{seconds:g}"] = prof
+            if "error" in prof:
+                lines.append(f"| {name} | {seconds:g} | skipped: {prof['error']} | | | |")
+                continue
+            top = "; ".join(f"{k} {v}" for k, v in list(prof["delegate_ops_ms"].items())[:5])
+            lines.append(
+                f"| {name} | {seconds:g} | {prof['execute_ms']} | {prof['delegate_ms']} | {prof['portable_ops_ms']} | "
+                f"{top} |"
+            )
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "stages.md").write_text(text)
+        if profiles:
+            (args.out / "etdump.json").write_text(json.dumps(profiles, indent=1))
         data = [{"pte": n, "audio_s": s, **st} for (n, s), st in rows.items()]
         (args.out / "stages.json").write_text(json.dumps(data, indent=1))
     return 0
