@@ -77,10 +77,11 @@ def main(argv: list[str] | None = None) -> int:
             "",
             "ETDump of each encoder (jfk.wav looped, median of 3 runs after a warm-up, ms):",
             "",
-            "| .pte | audio s | execute | XNNPACK delegates | portable kernels | largest operators inside the delegates |",
+            "| .pte | audio s | execute | XNNPACK delegates | portable kernels "
+            "| largest operators inside the delegates |",
             "|---|---|---|---|---|---|",
         ]
-        for (name, seconds) in rows:
+        for name, seconds in rows:
             prof = etdump_profile(args.pte[[p.name for p in args.pte].index(name)] / "model.pte", seconds, args.out)
             profiles[f"{name}@{seconds:g}"] = prof
             if "error" in prof:
