@@ -134,7 +134,7 @@ def test_attention_masking_keeps_valid_frames_exact(nemo_model):
     with torch.no_grad():
         x, pos_emb = encoder.pos_enc(x)
         pad = torch.arange(frames) >= valid
-        mask = (pad[None, :, None] | pad[None, None, :])  # [1, T, T], True = masked, as NeMo builds it
+        mask = pad[None, :, None] | pad[None, None, :]  # [1, T, T], True = masked, as NeMo builds it
         ref = attention(x, x, x, mask, pos_emb)
         with xnnpack_friendly_encoder(encoder):
             ours = encoder.layers[0].self_attn(x, x, x, mask, pos_emb)
