@@ -29,12 +29,12 @@ graph level is :mod:`.view_rewrites`.
        broadcast over the heads, costs a pass over [heads, T, T]; the two multiplies that NeMo's fills would need
        (``scores * keep`` before the softmax, ``attn * keep`` after it) are left out: at v3's size and 60 s they were
        30 ms of the encoder's 2.1 s, and the encoder ran 1.04-1.06x faster without them. In a row of a valid query
-       the masked keys are padding (or outside the attention context): NeMo gives them exactly -10000, here ``score -
-       10000``; either way their softmax weight is exp(<= -10000 + score spread) = 0.0, and the unmasked entries and
-       the row's sum are the same numbers, so valid frames are bit-identical. Rows of padded queries (every key
-       masked) differ: NeMo zeroes them, here they hold a softmax of shifted scores. Those frames are beyond the
-       valid length: later layers mask them as keys (weight 0.0) and the convolution zeroes them before its depthwise
-       step, so no valid frame ever reads them, and the runners decode only ``encoded[:, :length]``.
+       the masked keys are padding (or outside the attention context): NeMo gives them exactly -10000, here
+       ``score - 10000``; either way their softmax weight is exp(<= -10000 + score spread) = 0.0, and the unmasked
+       entries and the row's sum are the same numbers, so valid frames are bit-identical. Rows of padded queries
+       (every key masked) differ: NeMo zeroes them, here they hold a softmax of shifted scores. Those frames are
+       beyond the valid length: later layers mask them as keys (weight 0.0) and the convolution zeroes them before
+       its depthwise step, so no valid frame ever reads them, and the runners decode only ``encoded[:, :length]``.
        Positional projection: ``linear_pos`` (no bias) maps the relative-position rows, which are constants of the
        model (``RelPositionalEncoding.pe``, fitted to the longest input), so its product with every row of the
        table is computed once at export and stored as ``[heads, d_k, positions]``; at run time each layer slices
