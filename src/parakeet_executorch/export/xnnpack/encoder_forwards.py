@@ -76,20 +76,26 @@ _INF_FILL = -10000.0  # NeMo's INF_VAL in multi_head_attention.py
 
 
 class _MaskCache:
-    """Float forms of a boolean mask, made once per traced mask tensor (not once per layer)."""
+    """Float forms of a boolean mask (True = masked), each made once per traced mask tensor (not once per layer)
+    and only where used: ``keep`` (1 where valid, 0 where masked) for the convolution's pad mask, ``fill`` (0 where
+    valid, -10000 where masked) for the attention's."""
 
     def __init__(self):
-        self._entries: dict[int, tuple] = {}
+        self._entries: dict[tuple[int, str], tuple] = {}
 
-    def keep_and_fill(self, mask: torch.Tensor, dtype: torch.dtype):
-        key = id(mask)
+    def _get(self, mask: torch.Tensor, kind: str, make):
+        key = (id(mask), kind)
         hit = self._entries.get(key)
-        if hit is None or hit[0] is not mask:
-            keep = torch.logical_not(mask).to(dtype)
-            fill = mask.to(dtype) * _INF_FILL
-            hit = (mask, keep, fill)
+        if hit is None or hit[0] is not mask:  # an id can be reused once its tensor is gone
+            hit = (mask, make())
             self._entries[key] = hit
-        return hit[1], hit[2]
+        return hit[1]
+
+    def keep(self, mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        return self._get(mask, "keep", lambda: torch.logical_not(mask).to(dtype))
+
+    def fill(self, mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        return self._get(mask, "fill", lambda: mask.to(dtype) * _INF_FILL)
 
 
 def _layer_norm_forward(self, x):
@@ -159,8 +165,7 @@ def _make_attention_forward(masks: _MaskCache, original, pos_enc=None):
         matrix_bd = _rel_shift_3d(matrix_bd)
         scores = (matrix_ac + matrix_bd) / self.s_d_k
         if mask is not None:
-            _, fill = masks.keep_and_fill(mask, scores.dtype)  # [1, T, T] broadcasts over heads
-            scores = scores + fill
+            scores = scores + masks.fill(mask, scores.dtype)  # [1, T, T] broadcasts over heads
         attn = torch.softmax(scores, dim=-1)
         out = torch.bmm(attn, v.transpose(0, 1))  # [H, T, d_k]
         out = out.transpose(0, 1).contiguous().view(1, -1, h * d_k)
@@ -185,7 +190,7 @@ def _make_conv_forward(masks: _MaskCache, original):
                 F.conv1d(x, self._xnn_pw1_w_g, self._xnn_pw1_b_g)
             )
         if pad_mask is not None:
-            keep, _ = masks.keep_and_fill(pad_mask, x.dtype)  # [1, T] broadcasts as [1, 1, T]
+            keep = masks.keep(pad_mask, x.dtype)  # [1, T] broadcasts as [1, 1, T]
             x = x * keep
         x = self.depthwise_conv(x)
         x = self.batch_norm(x)
