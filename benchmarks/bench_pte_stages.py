@@ -4,10 +4,11 @@ For each ``--pte`` folder (``model.pte`` + ``tokenizer.model``) and each audio l
 audio ``--runs`` times after one warm-up, the systems interleaved run by run, with ExecuTorch's pool at
 ``--threads`` and torch's at one (as ``parakeet-transcribe`` runs), and reports the median seconds of the
 preprocessor method, the encoder method and the greedy TDT loop, plus the seconds spent inside fpa_lowbit's
-ExecuTorch kernels (fpa4w programs) and their share of the encoder. The last column is each system's encoder speed
-against the first ``--pte`` (time(first) / time(this)). With ``--etdump`` it then profiles each encoder at each
-length with ETDump (``bench_export.etdump_profile``: jfk.wav looped, 3 runs after a warm-up): the time in XNNPACK
-delegates, in the portable kernels between them, and per XNNPACK operator kind.
+ExecuTorch kernels (fpa4w and fpa8w programs) in the encoder and in the loop, each with its share of that stage.
+The last column is each system's encoder speed against the first ``--pte`` (time(first) / time(this)). With
+``--etdump`` it then profiles each encoder at each length with ETDump (``bench_export.etdump_profile``: jfk.wav
+looped, 3 runs after a warm-up): the time in XNNPACK delegates, in the portable kernels between them, and per
+XNNPACK operator kind.
 
     python benchmarks/bench_pte_stages.py --pte out/pte/xnnpack-fp32 out/pte/xnnpack-fpa4w \\
         --audio out/audio_10s.npy out/audio_60s.npy --out benchmarks/results/transcribe_fpa4w
@@ -25,6 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bench_worker import PteSystem  # noqa: E402
+from bench_transcribe import kernel_shares  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,13 +56,12 @@ def main(argv: list[str] | None = None) -> int:
         f"Python runner, ExecuTorch's pool at {args.threads} threads, torch's at one; median of {args.runs} runs "
         "after a warm-up, interleaved. Seconds.",
         "",
-        f"| .pte | audio s | preprocess | encoder | decoder loop | fpa_lowbit kernels (share of encoder) | "
-        f"encoder speed vs {ref} |",
+        "| .pte | audio s | preprocess | encoder | decoder loop | fpa_lowbit kernels: encoder (share) / loop (share) "
+        f"| encoder speed vs {ref} |",
         "|---|---|---|---|---|---|---|",
     ]
     for (name, seconds), st in rows.items():
-        kern = st.get("lowbit_kernel", 0.0)
-        share = f"{kern:.3f} ({kern / st['encode']:.0%})" if kern else "-"
+        share = kernel_shares(st)
         speed = rows[(ref, seconds)]["encode"] / st["encode"]
         lines.append(
             f"| {name} | {seconds:g} | {st['preprocess']:.3f} | {st['encode']:.3f} | {st['decode']:.3f} | {share} | "

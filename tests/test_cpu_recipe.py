@@ -2,8 +2,8 @@
 that was measured slower than fp32 on the host's kind of CPU gets a warning naming the faster one.
 
 The expected choices are the measured table of ``export/cpu_recipe.py``'s docstring (issue: fastest CPU recipe per
-ISA): with VNNI the 8da8w encoder (1x1 convolutions quantized) beat 8da4w's, and fp32 decoder/joint calls beat
-8da8w's while keeping the trained demo model's WER (8da4w's, faster still, did not); on AVX2 + FMA without VNNI
+ISA): with VNNI the 8da8w encoder (1x1 convolutions quantized) beat 8da4w's, and fpa8w decoder/joint calls beat
+fp32's and 8da8w's while keeping the trained demo model's WER (8da4w's did not); on AVX2 + FMA without VNNI
 8da4w was slower than fp32 and 8da8w faster.
 """
 
@@ -33,8 +33,8 @@ APPLE = CpuFeatures("arm64")
 @pytest.mark.parametrize(
     "cpu, recipe, decoder_recipe, measured",
     [
-        (XEON_VNNI, "8da8w", "none", True),
-        (ALDER_LAKE, "8da8w", "none", True),
+        (XEON_VNNI, "8da8w", "fpa8w", True),
+        (ALDER_LAKE, "8da8w", "fpa8w", True),
         (EPYC_AVX2, "8da8w", None, True),
         (OLD_X86, "none", None, False),
         (APPLE, "8da4w", None, False),
@@ -75,8 +75,8 @@ def test_auto_resolves_per_cpu_and_is_refused_off_xnnpack():
     assert args.quantize == "8da8w" and lines[0].startswith("quantize auto: 8da8w (")
     args = _args()
     lines = export_cli.resolve_cpu_recipe(args, XEON_VNNI)
-    assert (args.quantize, args.quantize_decoder) == ("8da8w", "none")
-    assert lines[0].startswith("quantize auto: 8da8w encoder, fp32 decoder and joint (")
+    assert (args.quantize, args.quantize_decoder) == ("8da8w", "fpa8w")
+    assert lines[0].startswith("quantize auto: 8da8w encoder, fpa8w decoder and joint (")
     args = _args(quantize_decoder="8da4w")  # a part's recipe the user named is kept, and the line says what each gets
     lines = export_cli.resolve_cpu_recipe(args, XEON_VNNI)
     assert (args.quantize, args.quantize_decoder) == ("8da8w", "8da4w")
@@ -84,7 +84,7 @@ def test_auto_resolves_per_cpu_and_is_refused_off_xnnpack():
     assert "kept your --quantize-decoder" in lines[0]
     args = _args(quantize_encoder="8da4w")
     lines = export_cli.resolve_cpu_recipe(args, XEON_VNNI)
-    assert lines[0].startswith("quantize auto: 8da4w encoder, fp32 decoder and joint (")
+    assert lines[0].startswith("quantize auto: 8da4w encoder, fpa8w decoder and joint (")
     assert "kept your --quantize-encoder" in lines[0]
     with pytest.raises(ValueError, match="--backend metal"):
         export_cli.resolve_cpu_recipe(_args(backend="metal"), XEON_VNNI)
@@ -109,7 +109,7 @@ def test_export_auto_on_an_avx2_cpu_writes_an_8da8w_pte(tiny_nemo, tmp_path, mon
     assert (out / "model.pte").stat().st_size > 0
 
 
-def test_export_auto_on_a_vnni_cpu_writes_8da8w_encoder_and_fp32_decoder(
+def test_export_auto_on_a_vnni_cpu_writes_8da8w_encoder_and_fpa8w_decoder(
     tiny_nemo, tmp_path, monkeypatch, capsys, jfk_audio
 ):
     from conftest import make_transcriber
@@ -118,11 +118,13 @@ def test_export_auto_on_a_vnni_cpu_writes_8da8w_encoder_and_fp32_decoder(
     out = tmp_path / "auto"
     assert export_cli.main(["--model", str(tiny_nemo), "--quantize", "auto", "--output-dir", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "quantize auto: 8da8w encoder, fp32 decoder and joint" in printed
-    # the per-part lines: a group size for the quantized encoder, none for the decoder left float
+    assert "quantize auto: 8da8w encoder, fpa8w decoder and joint" in printed
+    # the per-part lines: per channel for the 8da8w encoder, groups for the fpa8w decoder with its LSTM
     assert "  encoder: 8da8w, group size per channel: quantized" in printed
-    assert "  decoder: none: quantized 0 of" in printed
+    assert "  decoder: fpa8w, group size 32: quantized" in printed
     report = json.loads((out / "export_report.json").read_text())
-    assert report["parts"]["encoder"]["recipe"] == "8da8w" and report["parts"]["decoder"]["recipe"] == "none"
-    assert report["parts"]["encoder"]["quantized"] == report["parts"]["encoder"]["linear_layers"] > 0
+    assert report["parts"]["encoder"]["recipe"] == "8da8w" and report["parts"]["decoder"]["recipe"] == "fpa8w"
+    for part in ("encoder", "decoder"):
+        assert report["parts"][part]["quantized"] == report["parts"][part]["linear_layers"] > 0
+    assert not report["parts"]["decoder"]["not_covered"]  # the LSTM is quantized too
     assert make_transcriber(out).transcribe(jfk_audio).tokens  # the mixed program loads and decodes

@@ -73,19 +73,31 @@ def test_block_edges(isa):
 
 
 @pytest.mark.parametrize("isa", LEVELS)
-@pytest.mark.parametrize("group", (32, 64, 128, 256))
-def test_every_group_size_on_the_gemv_path(isa, group):
-    a, b, s, z, ref = _case(2, 1024, 96, 4, group, seed=group)
-    _close(_native.linear(a, b, group, s, z, 4, isa=isa), ref, 1024)
+def test_8bit_gemv_edges(isa):
+    # The 8-bit GEMV (M <= 4): every N past its 4-row blocks and 64-row tasks, K of one group and of several,
+    # group counts below and past one vector of zero points (the tail of finish_rows).
+    for i, n in enumerate(EDGE_N):
+        for m in (1, 4):
+            k = (32, 256, 544, 1312)[i % 4]
+            a, b, s, z, ref = _case(m, k, n, 8, 32, seed=200 + i)
+            _close(_native.linear(a, b, 32, s, z, 8, isa=isa), ref, k)
 
 
 @pytest.mark.parametrize("isa", LEVELS)
-@pytest.mark.parametrize("m", (1, 200))
-def test_one_and_two_threads_give_the_same_bits(isa, m):
+@pytest.mark.parametrize("bits", (4, 8))
+@pytest.mark.parametrize("group", (32, 64, 128, 256))
+def test_every_group_size_on_the_gemv_path(isa, bits, group):
+    a, b, s, z, ref = _case(2, 1024, 96, bits, group, seed=group)
+    _close(_native.linear(a, b, group, s, z, bits, isa=isa), ref, 1024)
+
+
+@pytest.mark.parametrize("isa", LEVELS)
+@pytest.mark.parametrize("m, bits", [(1, 4), (1, 8), (200, 4), (200, 8)])
+def test_one_and_two_threads_give_the_same_bits(isa, m, bits):
     # Large enough to be split across threads (the kernels run small products on one thread).
-    a, b, s, z, _ = _case(m, 1024, 512, 4, 32)
-    y1 = _native.linear(a, b, 32, s, z, 4, isa=isa, num_threads=1)
-    y2 = _native.linear(a, b, 32, s, z, 4, isa=isa, num_threads=2)
+    a, b, s, z, _ = _case(m, 1024, 512, bits, 32)
+    y1 = _native.linear(a, b, 32, s, z, bits, isa=isa, num_threads=1)
+    y2 = _native.linear(a, b, 32, s, z, bits, isa=isa, num_threads=2)
     assert torch.equal(y1, y2)
 
 

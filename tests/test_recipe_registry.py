@@ -30,8 +30,17 @@ def test_fpa4w_group_sizes_are_lowbits():
 def test_what_each_recipe_quantizes():
     assert get_recipe("none").weight_bits is None and get_recipe("none").config_factory is None
     assert {r.name for r in REGISTRY if r.dynamic_activations} == {"8da4w", "8da8w"}
-    assert [r.name for r in recipes_on("xnnpack")] == ["none", "fpa4w", "8da4w", "8da8w"]
+    assert [r.name for r in recipes_on("xnnpack")] == ["none", "fpa4w", "fpa8w", "8da4w", "8da8w"]
     assert get_recipe("8w").why_not("xnnpack") and get_recipe("8w").why_not("portable") is None
+    assert [r.name for r in REGISTRY if r.quantizes_lstm] == ["fpa8w"]
+    assert "fpa4w" in (get_recipe("fpa8w").why_not("metal") or "")
+
+
+def test_fpa8w_is_lowbits_8_bit_config():
+    fpa8w = get_recipe("fpa8w")
+    config = fpa8w.config(fpa8w.default_group_size)
+    assert (config.bitwidth, config.group_size) == (8, 32) and fpa8w.weight_bits == 8
+    assert fpa8w.allowed_group_sizes() == get_recipe("fpa4w").allowed_group_sizes()
 
 
 def test_every_default_group_size_is_accepted():

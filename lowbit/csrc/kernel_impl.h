@@ -19,7 +19,7 @@ constexpr int MR = FPA_LOWBIT_MR;  // activation rows per tile
 constexpr int NV = FPA_LOWBIT_NV;  // vectors of accumulators per activation row
 constexpr int NR = NV * VL;        // weight rows per tile
 constexpr int64_t KC = 512;        // K per expanded panel (a multiple of every group size; measured best of 128-768)
-constexpr int64_t GEMV_ROWS = 16;  // weight rows per GEMV task
+constexpr int64_t GEMV_ROWS = 64;  // weight rows per GEMV task
 
 typedef float vf __attribute__((vector_size(VB)));
 typedef int32_t vi __attribute__((vector_size(VB)));
@@ -59,10 +59,14 @@ inline vi widen(const uint8_t* p) {
   return out;
 }
 
+// The lanes' sum by halving (log2 VL dependent adds rather than VL): at M = 1 and K of a few hundred it ends every
+// output row, and a lane-by-lane chain cost as much as the row's products.
 inline float hsum(vf v) {
-  float s = 0.f;
-  for (int i = 0; i < VL; ++i) s += v[i];
-  return s;
+  float t[VL];
+  storeu(t, v);
+  for (int w = VL / 2; w >= 1; w /= 2)
+    for (int i = 0; i < w; ++i) t[i] += t[i + w];
+  return t[0];
 }
 
 struct AlignedFree {
@@ -287,7 +291,7 @@ inline void finish_rows(const LinearArgs& a, int64_t r, int64_t G, const vf* tot
     vf zacc = vf{};
     int64_t g = 0;
     for (; g + VL <= G; g += VL) zacc += loadu(zr + g) * loadu(as + g);
-    float v = hsum(total[i]) + hsum(zacc);
+    float v = hsum(total[i] + zacc);
     for (; g < G; ++g) v += zr[g] * as[g];
     y[i] = v;
   }
@@ -460,6 +464,43 @@ void gemv4_words(const LinearArgs& a, const ParallelFor& parallel_for) {
 }
 #endif  // FPA_LOWBIT_X86_AVX512
 
+// 8-bit, few activation rows: y[m, r] = sum_g S[r,g] * dot(q[r, g], a[m, g]) + Z[r,g] * sum(a[m, g]). Bytes are
+// widened VL at a time straight against the activation row (no layout); each group's products are scaled once. The
+// weight is read once per activation row, 1 byte per value plus the group's scale and zero, against 4 bytes per
+// value for a float weight: at M = 1 (a decoder or joint step) the product is bound by those reads.
+constexpr int64_t PF_ROWS = 8;
+template <int GS, int rows>
+inline void gemv8_rows(const LinearArgs& a, int64_t r, const float* x, const float* as, float* y) {
+  static_assert(GS % (2 * VL) == 0, "a group is whole pairs of vectors");
+  const int64_t G = a.K / GS;
+  vf total[rows];
+  for (int i = 0; i < rows; ++i) total[i] = vf{};
+  for (int64_t g = 0; g < G; ++g) {
+    // Two accumulator chains per row: with `rows` chains alone the FMA latency, not the reads, set the pace.
+    vf acc[2][rows];
+    for (int i = 0; i < rows; ++i) acc[0][i] = acc[1][i] = vf{};
+    for (int64_t j = g * GS; j < (g + 1) * GS; j += 2 * VL) {
+      for (int i = 0; i < rows; ++i) __builtin_prefetch(a.B + (r + i + PF_ROWS) * a.K + j);
+      for (int h = 0; h < 2; ++h) {
+        const vf xv = loadu(x + j + h * VL);
+        for (int i = 0; i < rows; ++i)
+          acc[h][i] += __builtin_convertvector(widen(a.B + (r + i) * a.K + j + h * VL), vf) * xv;
+      }
+    }
+    for (int i = 0; i < rows; ++i) total[i] += (acc[0][i] + acc[1][i]) * splat(a.S[(r + i) * G + g]);
+  }
+  finish_rows<rows>(a, r, G, total, as, y);
+}
+
+template <int GS>
+void gemv8(const LinearArgs& a, const ParallelFor& parallel_for) {
+  gemv4_frame<GS>(
+      a, parallel_for, a.K, [&](const float* am, float* x) { std::memcpy(x, am, sizeof(float) * a.K); },
+      [&](auto rows, int64_t r, const float* x, const float* as, float* y) {
+        gemv8_rows<GS, decltype(rows)::value>(a, r, x, as, y);
+      });
+}
+
 template <int GS>
 void gemv4(const LinearArgs& a, const ParallelFor& parallel_for) {
 #if defined(FPA_LOWBIT_X86_AVX512)
@@ -493,6 +534,14 @@ void linear(const LinearArgs& a, const ParallelFor& parallel_for) {
       case 64: return gemv4<64>(a, parallel_for);
       case 128: return gemv4<128>(a, parallel_for);
       default: return gemv4<256>(a, parallel_for);
+    }
+  }
+  if (a.nbit == 8 && a.M <= kGemvMaxRows) {
+    switch (a.group_size) {
+      case 32: return gemv8<32>(a, parallel_for);
+      case 64: return gemv8<64>(a, parallel_for);
+      case 128: return gemv8<128>(a, parallel_for);
+      default: return gemv8<256>(a, parallel_for);
     }
   }
   switch (a.nbit) {

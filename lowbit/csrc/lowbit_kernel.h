@@ -7,9 +7,10 @@
 // every torch version) and the ExecuTorch runtime (executorch_kernels.cpp). The caller supplies the thread pool.
 //
 // Two algorithms, chosen by M:
-//   * GEMV (M <= kGemvMaxRows, 4-bit): per group, y += S * dot(q, a) + Z * sum(a); the weight is read once per
+//   * GEMV (M <= kGemvMaxRows, 4- and 8-bit): per group, y += S * dot(q, a) + Z * sum(a); the weight is read once per
 //     activation row and never expanded. With AVX-512 (and K a multiple of 128) a row is read as 32-bit words of
-//     8 nibbles against activations transposed once per call, else as bytes against even/odd activations.
+//     8 nibbles against activations transposed once per call, else as bytes against even/odd activations; 8-bit
+//     rows are widened bytes against the activation row as it is.
 //   * GEMM (otherwise): one K block (KC) at a time, A's block is repacked into MR-row micro-panels (k-major,
 //     contiguous broadcasts), and each task expands its block of weight rows to float panels [KC][NR] kept in L1/L2
 //     and runs a register-blocked MR x NR micro-kernel (broadcast A, FMA into NR-wide accumulators) of every A
@@ -44,7 +45,7 @@ struct LinearArgs {
   const float* bias = nullptr;  // [N], added to every row of out; none when null
 };
 
-// At or below this many activation rows, 4-bit weights take the GEMV path.
+// At or below this many activation rows, 4- and 8-bit weights take the GEMV path.
 constexpr int64_t kGemvMaxRows = 4;
 
 // True when this build has the level and this CPU can run it.

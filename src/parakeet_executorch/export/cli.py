@@ -53,10 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--group-size",
         type=int,
         default=None,
-        help="quantization group size along K (default: 32 for fpa4w/4w/8da4w, per channel for 8w/8da8w;"
+        help="quantization group size along K (default: 32 for fpa4w/fpa8w/4w/8da4w, per channel for 8w/8da8w;"
         " 0 = per channel)",
     )
-    p.add_argument("--qparams", choices=("hqq", "minmax"), default="hqq", help="fpa4w parameter choice")
+    p.add_argument("--qparams", choices=("hqq", "minmax"), default="hqq", help="fpa4w/fpa8w parameter choice")
     p.add_argument(
         "--strict", action="store_true", help="fail instead of leaving a layer the recipe cannot take in float"
     )

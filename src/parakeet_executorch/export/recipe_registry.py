@@ -7,12 +7,18 @@ none       nothing                                                              
 fpa4w      4-bit unsigned weights per group, float scale and zero, float        32              metal, mlx (+
            activations (``fpa_lowbit``), HQQ by default                         portable, xnnpack:
                                                                                                 CPU kernel)
+fpa8w      fpa4w's format with 8-bit weights; also the prediction network's     32              portable, xnnpack
+           LSTM (``lstm.py``): for the decoder and joint, whose one-row                         (CPU kernel)
+           products are bound by weight reads
 4w         torchao int4 weight-only, tile-packed layout (packing needs CUDA)    32              cuda
 8w         int8 weight-only, per output channel                                 per channel     portable, cuda, metal
 8da4w      dynamic int8 activations, int4 weights per group                     32              xnnpack
 8da8w      dynamic int8 activations, int8 weights per output channel            per channel     xnnpack
 =========  ===================================================================  ==============  ====================
 
+fpa8w is the CPU decoder recipe: its weights read a quarter of fp32's bytes at near-fp32 accuracy (8 bits
+per weight), where 8da8w's per-call activation quantization made one-row products slower than fp32
+and 8da4w's 4-bit joint cost the trained demo model 1-2 WER points. Metal's shim and MLX take 4-bit only.
 8w is never lowered to XNNPACK: executorch 1.5.1 lowers weight-only int8/int4 linears to XNNPACK with the scales
 ignored (a toy Linear was off by ~736), so such a .pte would run and be wrong. On mlx, fpa4w's weights reach
 the MLX partitioner as torchao's ``dequantize_affine`` + ``linear`` (``lowbit/torchao_intx.py``), the pattern it
@@ -44,6 +50,12 @@ def _config_fpa4w(group_size: int, qparams: str):
     from fpa_lowbit import UIntxWeightOnlyConfig
 
     return UIntxWeightOnlyConfig(bitwidth=4, group_size=group_size, uintx_choose_qparams_algorithm=qparams)
+
+
+def _config_fpa8w(group_size: int, qparams: str):
+    from fpa_lowbit import UIntxWeightOnlyConfig
+
+    return UIntxWeightOnlyConfig(bitwidth=8, group_size=group_size, uintx_choose_qparams_algorithm=qparams)
 
 
 def _config_4w(group_size: int, qparams: str):
@@ -97,6 +109,8 @@ class Recipe:
         refusals: ``(backend, why)``: why a backend outside ``backends`` refuses it, shown in the error message.
         quantizes_pointwise: the conformer's 1x1 pointwise convolutions are turned into linears
             (``pointwise.convert_pointwise_convs``) and quantized too.
+        quantizes_lstm: the prediction network's LSTM is turned into one linear per layer
+            (``lstm.convert_lstms``) and quantized too.
         config_factory: ``(group_size, qparams) -> torchao config`` for ``quantize_`` (None for ``none``).
     """
 
@@ -110,6 +124,7 @@ class Recipe:
     group_size_multiples: tuple[tuple[str, int], ...] = ()
     refusals: tuple[tuple[str, str], ...] = ()
     quantizes_pointwise: bool = False
+    quantizes_lstm: bool = False
     config_factory: Callable[[int, str], object] | None = None
 
     def runs_on(self, backend: str) -> bool:
@@ -161,6 +176,21 @@ REGISTRY: tuple[Recipe, ...] = (
         group_sizes=_lowbit_group_sizes,
         quantizes_pointwise=True,
         config_factory=_config_fpa4w,
+    ),
+    Recipe(
+        "fpa8w",
+        "8-bit unsigned weights per group, float scale and zero, float activations (lowbit); LSTMs too",
+        ("portable", "xnnpack"),
+        weight_bits=8,
+        default_group_size=32,
+        group_sizes=_lowbit_group_sizes,
+        refusals=tuple(
+            (b, "fpa8w runs on fpa_lowbit's CPU kernel only; Metal's shim and MLX take 4-bit weights (fpa4w)")
+            for b in ("metal", "mlx")
+        ),
+        quantizes_pointwise=True,
+        quantizes_lstm=True,
+        config_factory=_config_fpa8w,
     ),
     Recipe(
         "4w",

@@ -58,10 +58,12 @@ def check_embedding_recipe(recipe: str, backend: str) -> None:
 def skip_reason(recipe: str, name: str, weight_shape, group_size: int, multi_row: bool) -> str | None:
     """Why the linear ``name`` cannot take ``recipe`` (None if it can); the same rules the kernels check."""
     n, k = (int(s) for s in weight_shape)
-    if recipe == "fpa4w":
+    if recipe in ("fpa4w", "fpa8w"):
         from fpa_lowbit import check_linear_shape
 
-        return check_linear_shape(name, (n, k), group_size, 4, multi_row=multi_row)
+        bits = get_recipe(recipe).weight_bits
+        assert bits is not None
+        return check_linear_shape(name, (n, k), group_size, bits, multi_row=multi_row)
     if group_size and k % group_size:
         return f"{name}: K = {k} breaks rule K % group_size == 0 (group_size = {group_size})"
     return None
@@ -93,7 +95,8 @@ def quantize_part(
     """Quantize the ``nn.Linear`` layers under ``prefixes`` of ``root`` in place with a recipe.
 
     With a recipe that ``quantizes_pointwise`` (``recipe_registry.Recipe``), the conformer's 1x1 pointwise
-    convolutions are first turned into linears (``pointwise.convert_pointwise_convs``) so that they are quantized too.
+    convolutions are first turned into linears (``pointwise.convert_pointwise_convs``) so that they are quantized too;
+    with one that ``quantizes_lstm``, the LSTMs likewise (``lstm.convert_lstms``).
 
     Args:
         root: the NeMo model.
@@ -107,6 +110,10 @@ def quantize_part(
         from .pointwise import convert_pointwise_convs
 
         convert_pointwise_convs(root, lambda name: _in_part(name, prefixes))  # 1x1 convs as linears: see pointwise.py
+    if get_recipe(recipe).quantizes_lstm:
+        from .lstm import convert_lstms
+
+        convert_lstms(root, lambda name: _in_part(name, prefixes))  # one linear per LSTM layer: see lstm.py
     modules = dict(root.named_modules())
     linears = {name: m for name, m in modules.items() if isinstance(m, torch.nn.Linear) and _in_part(name, prefixes)}
     report.linear_layers = len(linears)
@@ -156,6 +163,9 @@ def _not_covered(modules: dict, prefixes: list[str], recipe: str) -> list[str]:
                 f"{recipe} leaves 1x1 convolutions float; only {pointwise} turn them into "
                 f"quantized linears (export/pointwise.py)"
             )
+        elif kind == "LSTM" and recipe != "none":
+            lstm = ", ".join(r.name for r in REGISTRY if r.quantizes_lstm)
+            why = f"{recipe} leaves LSTMs float; only {lstm} turn them into quantized linears (export/lstm.py)"
         else:
             why = f"no recipe quantizes {kind}"
         if len(layers) == 1:
