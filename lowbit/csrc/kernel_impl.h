@@ -146,11 +146,42 @@ inline void expand_panel4(const LinearArgs& a, int64_t r0, int64_t k0, int64_t k
   }
 }
 
+// 8-bit, a full strip of NR rows: as expand_panel4 with 4 bytes (K positions) per 32-bit word. The scalar route
+// (unpack a row, then scatter it down a panel column) made the 8-bit GEMM half as fast as the 4-bit one.
+inline void expand_panel8(const LinearArgs& a, int64_t r0, int64_t k0, int64_t kc, float* wp) {
+  const int64_t G = a.K / a.group_size, row_bytes = a.K;
+  for (int h = 0; h < NR / VL; ++h) {
+    const int64_t rb = r0 + h * VL;
+    const uint8_t* base = a.B + rb * row_bytes + k0;
+    for (int64_t g0 = 0; g0 < kc; g0 += a.group_size) {
+      const int64_t g = (k0 + g0) / a.group_size;
+      vf s, z;
+      for (int i = 0; i < VL; ++i) {
+        s[i] = a.S[(rb + i) * G + g];
+        z[i] = a.Z[(rb + i) * G + g];
+      }
+      for (int64_t k = g0; k < g0 + a.group_size; k += 4) {
+        vi v;
+        for (int i = 0; i < VL; ++i) {
+          int32_t word;
+          std::memcpy(&word, base + i * row_bytes + k, 4);
+          v[i] = word;
+        }
+        for (int j = 0; j < 4; ++j)
+          storeu(wp + (k + j) * NR + h * VL, __builtin_convertvector((v >> (8 * j)) & 255, vf) * s + z);
+      }
+    }
+  }
+}
+
 // Expand weight rows [r0, r0 + nr) x K range [k0, k0 + kc) into the panel wp[kc][NR] (rows past nr are zero).
 template <int NBIT>
 void expand_panel(const LinearArgs& a, int64_t r0, int nr, int64_t k0, int64_t kc, float* row, float* wp) {
   if constexpr (NBIT == 4) {
     if (nr == NR) return expand_panel4(a, r0, k0, kc, wp);
+  }
+  if constexpr (NBIT == 8) {
+    if (nr == NR) return expand_panel8(a, r0, k0, kc, wp);
   }
   const int64_t G = a.K / a.group_size;
   const int64_t row_bytes = a.K * NBIT / 8;
@@ -468,6 +499,8 @@ void gemv4_words(const LinearArgs& a, const ParallelFor& parallel_for) {
 // widened VL at a time straight against the activation row (no layout); each group's products are scaled once. The
 // weight is read once per activation row, 1 byte per value plus the group's scale and zero, against 4 bytes per
 // value for a float weight: at M = 1 (a decoder or joint step) the product is bound by those reads.
+// Weight rows ahead whose bytes the 8-bit GEMV prefetches (one thread: 0.35 -> 0.30 ms at 1 x 640 x 8198). A
+// prefetch past the weight's end is a hint, never a fault.
 constexpr int64_t PF_ROWS = 8;
 template <int GS, int rows>
 inline void gemv8_rows(const LinearArgs& a, int64_t r, const float* x, const float* as, float* y) {
