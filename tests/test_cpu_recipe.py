@@ -88,6 +88,12 @@ def test_auto_resolves_per_cpu_and_is_refused_off_xnnpack():
     assert "kept your --quantize-encoder" in lines[0]
     with pytest.raises(ValueError, match="--backend metal"):
         export_cli.resolve_cpu_recipe(_args(backend="metal"), XEON_VNNI)
+    # auto's fpa8w decoder takes no per-channel group size: the error names the fix instead of a recipe never asked for
+    with pytest.raises(ValueError, match="auto picks fpa8w for the decoder .* got 0: leave out --group-size"):
+        export_cli.resolve_cpu_recipe(_args(group_size=0), XEON_VNNI)
+    args = _args(group_size=0, quantize_decoder="none")  # naming the decoder's recipe is the other fix
+    assert export_cli.resolve_cpu_recipe(args, XEON_VNNI) and args.quantize_decoder == "none"
+    assert export_cli.resolve_cpu_recipe(_args(group_size=0), EPYC_AVX2)  # 8da8w everywhere takes per channel
     lines = export_cli.resolve_cpu_recipe(_args(quantize="none", quantize_encoder="8da4w"), EPYC_AVX2)
     assert len(lines) == 1 and lines[0].startswith("warning: ") and "8da8w" in lines[0]
     assert export_cli.resolve_cpu_recipe(_args(quantize="8da4w", backend="portable"), EPYC_AVX2) == []

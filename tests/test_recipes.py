@@ -181,7 +181,19 @@ def test_wrong_pairs_name_the_allowed_pairs(recipe, backend):
         check_recipe(recipe, backend)
 
 
-@pytest.mark.parametrize("recipe, group_size", [("8da4w", 16), ("8da4w", 48), ("fpa4w", 16)])
+@pytest.mark.parametrize("backend", ["metal", "mlx", "cuda"])
+def test_fpa8w_off_the_cpu_is_refused_naming_the_flag_given(backend, monkeypatch):
+    from parakeet_executorch.export.api import ExportOptions
+
+    monkeypatch.setattr("parakeet_executorch.export.backends.check_host", lambda backend, dtype: None)
+    options = ExportOptions(backend=backend, quantize="none", quantize_decoder="fpa8w")
+    with pytest.raises(RecipeError, match=f"^--quantize-decoder fpa8w cannot be used with --backend {backend} \\("):
+        options.check()
+    with pytest.raises(RecipeError, match="fpa_lowbit's CPU kernel only"):
+        ExportOptions(backend=backend, quantize="fpa8w").check()
+
+
+@pytest.mark.parametrize("recipe, group_size", [("8da4w", 16), ("8da4w", 48), ("fpa4w", 16), ("fpa8w", 0)])
 def test_group_sizes_the_backend_cannot_take_are_refused(recipe, group_size):
     with pytest.raises(RecipeError, match=f"got {group_size}"):
         check_recipe(recipe, "xnnpack", group_size)

@@ -39,7 +39,7 @@ class ExportOptions:
         quantize_encoder, quantize_decoder: override ``quantize`` for one part (None: ``quantize``).
         quantize_embedding: "none", "4w" or "8w" for the prediction network's embedding (portable only).
         group_size: weights per quantization group along K; None = each recipe's default, 0 = per channel.
-        qparams: fpa4w's parameter choice, "hqq" or "minmax".
+        qparams: fpa4w's and fpa8w's parameter choice, "hqq" or "minmax".
         strict: fail instead of leaving a layer the recipe cannot take in float.
         dtype: float dtype of encoder/decoder/joint, "fp32" or "bf16" (metal, mlx and cuda only).
         output_dir: folder for ``model.pte`` and ``tokenizer.model`` (created if missing).
@@ -78,8 +78,9 @@ class ExportOptions:
         from .recipes import check_embedding_recipe, check_recipe
 
         check_host(self.backend, self.dtype)
-        for recipe in self.plan.values():
-            check_recipe(recipe, self.backend, self.group_size)
+        for part, recipe in self.plan.items():
+            given = self.quantize_encoder if part == "encoder" else self.quantize_decoder
+            check_recipe(recipe, self.backend, self.group_size, f"--quantize-{part}" if given else "--quantize")
         check_embedding_recipe(self.quantize_embedding, self.backend)
         if not DEFAULT_MIN_AUDIO_SECONDS < self.max_audio_seconds <= MAX_AUDIO_SECONDS_LIMIT:
             raise ValueError(

@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=(*RECIPES, "auto"),
         default="none",
         help="quantization recipe for encoder and decoder/joint linears (default: none); auto: with --backend "
-        "xnnpack, the fastest recipe for this machine's CPU (with VNNI an 8da8w encoder and fp32 decoder/joint, "
+        "xnnpack, the fastest recipe for this machine's CPU (with VNNI an 8da8w encoder and fpa8w decoder/joint, "
         "8da8w on AVX2 without it)",
     )
     p.add_argument("--quantize-encoder", choices=RECIPES, help="override --quantize for the encoder")
@@ -53,8 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--group-size",
         type=int,
         default=None,
-        help="quantization group size along K (default: 32 for fpa4w/fpa8w/4w/8da4w, per channel for 8w/8da8w;"
-        " 0 = per channel)",
+        help="quantization group size along K, for every quantized part (default: 32 for fpa4w/fpa8w/4w/8da4w, "
+        "per channel for 8w/8da8w; 0 = per channel, which fpa4w and fpa8w do not take)",
     )
     p.add_argument("--qparams", choices=("hqq", "minmax"), default="hqq", help="fpa4w/fpa8w parameter choice")
     p.add_argument(
@@ -111,9 +111,11 @@ def resolve_cpu_recipe(args: argparse.Namespace, cpu) -> list[str]:
     on such a CPU).
 
     Raises:
-        ValueError: ``--quantize auto`` with a backend other than xnnpack.
+        ValueError: ``--quantize auto`` with a backend other than xnnpack, or with a ``--group-size`` that the
+            decoder recipe it picks cannot take.
     """
     from .cpu_recipe import recommended_cpu_recipe, slow_recipe_warning
+    from .recipe_registry import get_recipe
 
     lines = []
     if args.quantize == "auto":
@@ -134,6 +136,13 @@ def resolve_cpu_recipe(args: argparse.Namespace, cpu) -> list[str]:
         ]
         if advice.decoder_recipe and args.quantize_decoder is None:  # a --quantize-decoder given is kept
             args.quantize_decoder = advice.decoder_recipe
+            group_size = getattr(args, "group_size", None)
+            problem = get_recipe(advice.decoder_recipe).group_size_error(args.backend, group_size)
+            if group_size is not None and problem:
+                raise ValueError(
+                    f"--quantize auto picks {advice.decoder_recipe} for the decoder and joint on this CPU, and "
+                    f"{problem}: leave out --group-size, or name the decoder's recipe with --quantize-decoder"
+                )
         # The line names what each part will get, the user's per-part choices included.
         encoder = args.quantize_encoder or args.quantize
         decoder = args.quantize_decoder or args.quantize

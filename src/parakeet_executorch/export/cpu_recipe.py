@@ -25,10 +25,11 @@ WER by +0.9 to +1.9 points (as eager on 406 of 751 clips), nearly 8da4w's whole 
 and joint it stayed within -0.3..+0.1 (718 of 751 clips as eager), the closest of all quantized exports.
 
 ``fpa8w`` (8-bit weights, float activations, fpa_lowbit's GEMV; the LSTM's gate weights quantized too, see
-``lstm.py``) then took the loop further without that price: with the 8da8w encoder, 0.205 s of loop at 60 s
-against fp32's 0.392 s and 0.035 s against 0.067 s at 10 s (``benchmarks/results/fpa8w_decoder/``), one decoder
-step 0.28-0.38 ms against 0.84 ms and one joint call 0.29-0.38 ms against 0.56 ms, with the trained demo model's
-WER as with fp32's decoder and joint (same results folder).
+``lstm.py``) then took the loop further without that price: with the 8da8w encoder, 0.244 s of loop at 60 s
+against fp32's 0.447 s in the Python runner and 0.165 s against 0.316 s in the C++ runner (at 10 s 0.042 against
+0.075 s and 0.029 against 0.058 s; ``benchmarks/results/fpa8w_decoder/``), one decoder step 0.28-0.38 ms against
+0.84 ms and one joint call 0.29-0.38 ms against 0.56 ms, with the trained demo model's WER as with fp32's decoder
+and joint (same results folder).
 
 So: where there is VNNI, the 8da8w encoder with fpa8w decoder and joint; on AVX2 + FMA without it 8da8w (its
 int8 x int4 kernels were slower than fp32 there; the M = 1 case was not measured on such a CPU); fp32
@@ -120,9 +121,9 @@ def recommended_cpu_recipe(cpu: CpuFeatures) -> CpuRecipeAdvice:
     if cpu.int8_dot:
         return CpuRecipeAdvice(
             "8da8w",
-            f"{what}: int8 dot products (VNNI); on such a CPU the 8da8w encoder measured 1.33x 8da4w's at 60 s, and "
-            "the greedy loop 1.9x faster with fpa8w's 8-bit decoder and joint than with fp32's, at fp32's WER on "
-            "the trained demo model (8da8w's one-row calls were slower than fp32's, 8da4w's cost 1-2 WER points)",
+            f"{what}: int8 dot products (VNNI). Measured on such a CPU: the 8da8w encoder 1.33x faster than 8da4w's "
+            "at 60 s; the greedy loop 1.8-2.0x faster with fpa8w's 8-bit decoder and joint than with fp32's, at "
+            "fp32's WER on the trained demo model",
             True,
             decoder_recipe="fpa8w",
         )

@@ -16,9 +16,11 @@ fpa8w      fpa4w's format with 8-bit weights; also the prediction network's     
 8da8w      dynamic int8 activations, int8 weights per output channel            per channel     xnnpack
 =========  ===================================================================  ==============  ====================
 
-fpa8w is the CPU decoder recipe: its weights read a quarter of fp32's bytes at near-fp32 accuracy (8 bits
-per weight), where 8da8w's per-call activation quantization made one-row products slower than fp32
-and 8da4w's 4-bit joint cost the trained demo model 1-2 WER points. Metal's shim and MLX take 4-bit only.
+fpa8w is the CPU decoder recipe: its weights read about a third of fp32's bytes (1.25 bytes per weight with
+group 32's float scale and zero) at near-fp32 accuracy, where 8da8w's per-call activation quantization made
+one-row products slower than fp32 and 8da4w's 4-bit joint cost the trained demo model 1-2 WER points. Metal's
+shim and MLX take 4-bit only.
+
 8w is never lowered to XNNPACK: executorch 1.5.1 lowers weight-only int8/int4 linears to XNNPACK with the scales
 ignored (a toy Linear was off by ~736), so such a .pte would run and be wrong. On mlx, fpa4w's weights reach
 the MLX partitioner as torchao's ``dequantize_affine`` + ``linear`` (``lowbit/torchao_intx.py``), the pattern it
@@ -159,7 +161,7 @@ class Recipe:
 
     def config(self, group_size: int, qparams: str = "hqq"):
         """The torchao ``quantize_`` config for linears (``group_size`` 0 = per output channel; ``qparams``
-        "hqq" or "minmax", used by fpa4w only). Raises ValueError for ``none``, which has no config."""
+        "hqq" or "minmax", used by fpa4w and fpa8w only). Raises ValueError for ``none``, which has no config."""
         if self.config_factory is None:
             raise ValueError(f"recipe {self.name!r} has no torchao config")
         return self.config_factory(group_size, qparams)
@@ -187,7 +189,8 @@ REGISTRY: tuple[Recipe, ...] = (
         refusals=tuple(
             (b, "fpa8w runs on fpa_lowbit's CPU kernel only; Metal's shim and MLX take 4-bit weights (fpa4w)")
             for b in ("metal", "mlx")
-        ),
+        )
+        + (("cuda", "fpa8w runs on fpa_lowbit's CPU kernel only; on CUDA use 4w or 8w"),),
         quantizes_pointwise=True,
         quantizes_lstm=True,
         config_factory=_config_fpa8w,

@@ -19,9 +19,10 @@ class RecipeError(ValueError):
     """A recipe that does not exist, that the chosen backend cannot take, or a layer that --strict refuses."""
 
 
-def check_recipe(recipe: str, backend: str, group_size: int | None = None) -> None:
+def check_recipe(recipe: str, backend: str, group_size: int | None = None, flag: str = "--quantize") -> None:
     """Raise RecipeError naming the allowed pairs when ``recipe`` cannot be lowered to ``backend``, or cannot take
-    ``group_size`` there (None = the recipe's default; 0 = per channel). The rules are the registry's ``Recipe``."""
+    ``group_size`` there (None = the recipe's default; 0 = per channel). The rules are the registry's ``Recipe``;
+    ``flag`` is the option the message names (``--quantize``, ``--quantize-encoder`` or ``--quantize-decoder``)."""
     if recipe not in RECIPES:
         raise RecipeError(f"unknown recipe {recipe!r}; choose one of {', '.join(RECIPES)}")
     entry = get_recipe(recipe)
@@ -29,7 +30,7 @@ def check_recipe(recipe: str, backend: str, group_size: int | None = None) -> No
         allowed = "; ".join(f"{r.name}: {', '.join(r.backends)}" for r in REGISTRY)
         why = entry.why_not(backend)
         raise RecipeError(
-            f"--quantize {recipe} cannot be used with --backend {backend}"
+            f"{flag} {recipe} cannot be used with --backend {backend}"
             f"{' (' + why + ')' if why else ''}. Allowed pairs: {allowed}"
         )
     if group_size is not None and group_size < 0:
@@ -63,7 +64,8 @@ def skip_reason(recipe: str, name: str, weight_shape, group_size: int, multi_row
 
         bits = get_recipe(recipe).weight_bits
         assert bits is not None
-        return check_linear_shape(name, (n, k), group_size, bits, multi_row=multi_row)
+        # N % 4 for multi-row inputs is Metal's rule; fpa8w never runs there.
+        return check_linear_shape(name, (n, k), group_size, bits, multi_row=multi_row and recipe == "fpa4w")
     if group_size and k % group_size:
         return f"{name}: K = {k} breaks rule K % group_size == 0 (group_size = {group_size})"
     return None
@@ -163,9 +165,13 @@ def _not_covered(modules: dict, prefixes: list[str], recipe: str) -> list[str]:
                 f"{recipe} leaves 1x1 convolutions float; only {pointwise} turn them into "
                 f"quantized linears (export/pointwise.py)"
             )
-        elif kind == "LSTM" and recipe != "none":
-            lstm = ", ".join(r.name for r in REGISTRY if r.quantizes_lstm)
-            why = f"{recipe} leaves LSTMs float; only {lstm} turn them into quantized linears (export/lstm.py)"
+        elif kind == "LSTM":
+            takers = [r.name for r in REGISTRY if r.quantizes_lstm]
+            verb = "turns" if len(takers) == 1 else "turn"
+            why = (
+                f"{recipe} leaves LSTMs float; only {', '.join(takers)} {verb} them into quantized linears "
+                "(export/lstm.py)"
+            )
         else:
             why = f"no recipe quantizes {kind}"
         if len(layers) == 1:

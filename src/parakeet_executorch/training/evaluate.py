@@ -26,7 +26,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-DEFAULT_RECIPES = ["none:xnnpack", "none:portable", "fpa4w:xnnpack", "8da4w:xnnpack", "8da8w:xnnpack", "8w:portable"]
+DEFAULT_RECIPES = [
+    "none:xnnpack",
+    "none:portable",
+    "fpa4w:xnnpack",
+    "8da4w:xnnpack",
+    "8da8w:xnnpack",
+    "8da8w+fpa8w:xnnpack",  # what --quantize auto exports on a CPU with VNNI
+    "8w:portable",
+]
 SETS = ("random", "sentences", "festival")
 # The contexts of (d)'s one-file run, the .pte's and NeMo's buffered decoding alike: the runners' file default when
 # the model card's figures were measured (runtime/longform.py FILE_CONTEXT is now 4 | bound - 6 | 2 s).
