@@ -1,9 +1,10 @@
 """The prediction network's LSTM as one linear per layer, so that a recipe can quantize its gate weights.
 
 NeMo's ``RNNTDecoder`` runs its prediction network through ``LSTMDropout``, which holds a ``torch.nn.LSTM``
-(``decoder.prediction.dec_rnn.lstm``). torchao's configs quantize ``nn.Linear`` only, so the LSTM's gate weights stay
-float under every recipe: at full size (2 layers of 640) that is 26 MB read on every decoder step, most of a
-step's time on the CPU, where one-row products are bound by the weight reads.
+(``decoder.prediction.dec_rnn.lstm``). torchao's configs quantize ``nn.Linear`` only, so without this module the
+LSTM's gate weights stay float: at full size (2 layers of 640) 26 MB read on every decoder step, most of a step's
+time on the CPU, where one-row products are bound by the weight reads (0.84 ms a step in fp32, 0.28-0.38 ms with
+fpa8w's 8-bit gates; ``benchmarks/results/fpa8w_decoder/``).
 
 One LSTM layer's step is ``gates = x W_ih^T + b_ih + h W_hh^T + b_hh`` followed by the elementwise cell update
 (PyTorch's gate order i, f, g, o). The two products are one linear over the concatenated input ``[x, h]`` with
