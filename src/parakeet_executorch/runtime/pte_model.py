@@ -70,10 +70,19 @@ class PteModel:
         return result
 
     def _execute(self, method, name: str, inputs: list):
-        try:
-            return method.execute(inputs)
-        except Exception as exc:
-            raise PteModelError(f"method {name} of {self.path} failed ({explain(str(exc))})") from exc
+        # The runtime logs from inside execute too (a portable program's first call: its CPU-info probe), so the
+        # log is captured as at load: replayed on success (into the CLI's log file when it is quiet), its last line
+        # folded into the error on failure.
+        with captured_runtime_log() as log:
+            try:
+                result, error = method.execute(inputs), None
+            except Exception as exc:
+                result, error = None, exc
+        if error is not None:
+            detail = explain(str(error), log.last_message)
+            raise PteModelError(f"method {name} of {self.path} failed ({detail})") from error
+        log.replay()
+        return result
 
     def _constant(self, name: str):
         method = self._loaded(
