@@ -116,15 +116,20 @@ inline void unpack(const uint8_t* src, int64_t k, float* dst) {
   }
 }
 
-// 4-bit, a full strip of NR rows: 8 K positions of VL rows at a time. One 32-bit word per row holds 8 nibbles
-// (q[k + j] in bits 4j..4j+3); the words of VL rows form one integer vector, and each nibble position becomes one
-// vector of dequantized weights stored straight into the panel's row for that k. Replaces two scalar passes per
-// weight (unpack, then dequantize into a strided column), which cost as much as the products at M ~ 100.
-inline void expand_panel4(const LinearArgs& a, int64_t r0, int64_t k0, int64_t kc, float* wp) {
-  const int64_t G = a.K / a.group_size, row_bytes = a.K / 2;
+// 4- or 8-bit, a full strip of NR rows: PER = 32 / NBIT K positions of VL rows at a time. One 32-bit word per row
+// holds PER values (q[k + j] in bits NBIT*j .. NBIT*j + NBIT - 1); the words of VL rows form one integer vector, and
+// each position becomes one vector of dequantized weights stored straight into the panel's row for that k. Replaces
+// two scalar passes per weight (unpack, then dequantize into a strided column), which cost as much as the products
+// at M ~ 100 (4-bit) and made the 8-bit GEMM half as fast as fp32.
+template <int NBIT>
+inline void expand_panel_words(const LinearArgs& a, int64_t r0, int64_t k0, int64_t kc, float* wp) {
+  static_assert(NBIT == 4 || NBIT == 8, "whole values per byte, and a group is whole words");
+  constexpr int PER = 32 / NBIT;
+  constexpr int32_t MASK = (1 << NBIT) - 1;
+  const int64_t G = a.K / a.group_size, row_bytes = a.K * NBIT / 8;
   for (int h = 0; h < NR / VL; ++h) {
     const int64_t rb = r0 + h * VL;
-    const uint8_t* base = a.B + rb * row_bytes + k0 / 2;
+    const uint8_t* base = a.B + rb * row_bytes + k0 * NBIT / 8;
     for (int64_t g0 = 0; g0 < kc; g0 += a.group_size) {
       const int64_t g = (k0 + g0) / a.group_size;
       vf s, z;
@@ -132,43 +137,15 @@ inline void expand_panel4(const LinearArgs& a, int64_t r0, int64_t k0, int64_t k
         s[i] = a.S[(rb + i) * G + g];
         z[i] = a.Z[(rb + i) * G + g];
       }
-      for (int64_t k = g0; k < g0 + a.group_size; k += 8) {
+      for (int64_t k = g0; k < g0 + a.group_size; k += PER) {
         vi v;
         for (int i = 0; i < VL; ++i) {
           int32_t word;
-          std::memcpy(&word, base + i * row_bytes + k / 2, 4);
+          std::memcpy(&word, base + i * row_bytes + k * NBIT / 8, 4);
           v[i] = word;
         }
-        for (int j = 0; j < 8; ++j)
-          storeu(wp + (k + j) * NR + h * VL, __builtin_convertvector((v >> (4 * j)) & 15, vf) * s + z);
-      }
-    }
-  }
-}
-
-// 8-bit, a full strip of NR rows: as expand_panel4 with 4 bytes (K positions) per 32-bit word. The scalar route
-// (unpack a row, then scatter it down a panel column) made the 8-bit GEMM half as fast as the 4-bit one.
-inline void expand_panel8(const LinearArgs& a, int64_t r0, int64_t k0, int64_t kc, float* wp) {
-  const int64_t G = a.K / a.group_size, row_bytes = a.K;
-  for (int h = 0; h < NR / VL; ++h) {
-    const int64_t rb = r0 + h * VL;
-    const uint8_t* base = a.B + rb * row_bytes + k0;
-    for (int64_t g0 = 0; g0 < kc; g0 += a.group_size) {
-      const int64_t g = (k0 + g0) / a.group_size;
-      vf s, z;
-      for (int i = 0; i < VL; ++i) {
-        s[i] = a.S[(rb + i) * G + g];
-        z[i] = a.Z[(rb + i) * G + g];
-      }
-      for (int64_t k = g0; k < g0 + a.group_size; k += 4) {
-        vi v;
-        for (int i = 0; i < VL; ++i) {
-          int32_t word;
-          std::memcpy(&word, base + i * row_bytes + k, 4);
-          v[i] = word;
-        }
-        for (int j = 0; j < 4; ++j)
-          storeu(wp + (k + j) * NR + h * VL, __builtin_convertvector((v >> (8 * j)) & 255, vf) * s + z);
+        for (int j = 0; j < PER; ++j)
+          storeu(wp + (k + j) * NR + h * VL, __builtin_convertvector((v >> (NBIT * j)) & MASK, vf) * s + z);
       }
     }
   }
@@ -177,11 +154,8 @@ inline void expand_panel8(const LinearArgs& a, int64_t r0, int64_t k0, int64_t k
 // Expand weight rows [r0, r0 + nr) x K range [k0, k0 + kc) into the panel wp[kc][NR] (rows past nr are zero).
 template <int NBIT>
 void expand_panel(const LinearArgs& a, int64_t r0, int nr, int64_t k0, int64_t kc, float* row, float* wp) {
-  if constexpr (NBIT == 4) {
-    if (nr == NR) return expand_panel4(a, r0, k0, kc, wp);
-  }
-  if constexpr (NBIT == 8) {
-    if (nr == NR) return expand_panel8(a, r0, k0, kc, wp);
+  if constexpr (NBIT == 4 || NBIT == 8) {
+    if (nr == NR) return expand_panel_words<NBIT>(a, r0, k0, kc, wp);
   }
   const int64_t G = a.K / a.group_size;
   const int64_t row_bytes = a.K * NBIT / 8;
