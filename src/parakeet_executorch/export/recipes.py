@@ -64,8 +64,9 @@ def skip_reason(recipe: str, name: str, weight_shape, group_size: int, multi_row
 
         bits = get_recipe(recipe).weight_bits
         assert bits is not None
-        # N % 4 for multi-row inputs is Metal's rule; fpa8w never runs there.
-        return check_linear_shape(name, (n, k), group_size, bits, multi_row=multi_row and recipe == "fpa4w")
+        # N % 4 for multi-row inputs is Metal's rule: only for a recipe that runs there.
+        metal = get_recipe(recipe).runs_on("metal")
+        return check_linear_shape(name, (n, k), group_size, bits, multi_row=multi_row and metal)
     if group_size and k % group_size:
         return f"{name}: K = {k} breaks rule K % group_size == 0 (group_size = {group_size})"
     return None

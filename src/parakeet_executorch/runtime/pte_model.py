@@ -58,7 +58,8 @@ class PteModel:
 
     @staticmethod
     def _loaded(load, what: str, fix: str):
-        """``load()`` with the runtime's log captured: replayed on success, folded into PteModelError on failure."""
+        """``load()`` (a load or an execute) with the runtime's log captured: replayed on success, folded into
+        PteModelError on failure."""
         with captured_runtime_log() as log:
             try:
                 result, error = load(), None
@@ -71,18 +72,8 @@ class PteModel:
 
     def _execute(self, method, name: str, inputs: list):
         # The runtime logs from inside execute too (a portable program's first call: its CPU-info probe), so the
-        # log is captured as at load: replayed on success (into the CLI's log file when it is quiet), its last line
-        # folded into the error on failure.
-        with captured_runtime_log() as log:
-            try:
-                result, error = method.execute(inputs), None
-            except Exception as exc:
-                result, error = None, exc
-        if error is not None:
-            detail = explain(str(error), log.last_message)
-            raise PteModelError(f"method {name} of {self.path} failed ({detail})") from error
-        log.replay()
-        return result
+        # call goes through the same capture as a load.
+        return self._loaded(lambda: method.execute(inputs), f"method {name} of {self.path} failed", "")
 
     def _constant(self, name: str):
         method = self._loaded(
