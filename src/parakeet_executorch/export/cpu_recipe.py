@@ -5,15 +5,16 @@ the CPU has an int8 dot-product instruction (x86: AVX-512 VNNI, AVX-VNNI or AMX)
 kernels lose to fp32 and the int8 x int8 ones barely win. Full-size transcription RTFx at 60 s (Python runner,
 2 threads, ``benchmarks/bench_transcribe.py``, random-weight v3-shaped model):
 
-=========================================  =====  =====  =====
-CPU                                        fp32   8da4w  8da8w
-=========================================  =====  =====  =====
-Xeon, AVX-512 VNNI (2026-12-01)            12.27  20.26  18.41
-AMD EPYC, AVX2 + FMA, no VNNI              9.41   6.10   10.22
-Xeon, AVX-512 VNNI (2026-12-06, 1x1 q.)    13.40  24.00  24.54
-=========================================  =====  =====  =====
+===========================================  =====  =====  =====  ===========
+CPU                                          fp32   8da4w  8da8w  8da8w+fpa8w
+===========================================  =====  =====  =====  ===========
+Xeon, AVX-512 VNNI (2026-12-01)              12.27  20.26  18.41  -
+AMD EPYC, AVX2 + FMA, no VNNI (2026-12-01)   9.41   6.10   10.22  -
+Xeon, AVX-512 VNNI (2026-12-06, 1x1 q.)      13.40  24.00  24.54  -
+AMD EPYC Zen 3, AVX2 + FMA (2026-12-06)      9.23   6.07   10.07  10.30
+===========================================  =====  =====  =====  ===========
 
-The last row is after 8da8w began to quantize the conformer's 1x1 convolutions too: its encoder then took
+The third row is after 8da8w began to quantize the conformer's 1x1 convolutions too: its encoder then took
 1.78 s at 60 s against 8da4w's 2.37 s (1.33x) and 0.243 s against 0.303 s at 10 s, at equal work (8da4w's end-to-end
 figure is flattered by the random-weight model emitting 1.4 tokens/s under it against 3.2 under 8da8w). In the
 greedy loop the other way round: one joint or prediction-network call (M = 1) is fastest with 8da4w's weights,
@@ -31,9 +32,14 @@ against fp32's 0.447 s in the Python runner and 0.165 s against 0.316 s in the C
 0.84 ms and one joint call 0.29-0.38 ms against 0.56 ms, with the trained demo model's WER as with fp32's decoder
 and joint (same results folder).
 
-So: where there is VNNI, the 8da8w encoder with fpa8w decoder and joint; on AVX2 + FMA without it 8da8w (its
-int8 x int4 kernels were slower than fp32 there; the M = 1 case was not measured on such a CPU); fp32
-(``none``) below AVX2, where neither was measured. Other architectures (arm64: XNNPACK's int8 kernels use its
+On an AVX2 + FMA CPU without VNNI (the last row, ``benchmarks/results/avx2_epyc/``) XNNPACK's int8 x int8 encoder is
+barely faster than fp32's (0.832 against 0.906 s at 10 s, 5.65 against 6.04 s at 60 s) and its int8 x int4 one
+is much slower (1.52 / 9.63 s), while fpa8w's GEMV still wins the greedy loop: 0.184 s at 60 s against 8da8w's
+0.215 s and fp32's 0.307 s in the Python runner, 0.137 against 0.157 and 0.257 s in the C++ runner (at 10 s
+1-3 ms behind 8da8w's, 1.9-2.1x ahead of fp32's).
+
+So: on x86 with AVX2 + FMA, with or without VNNI, the 8da8w encoder with fpa8w decoder and joint; fp32
+(``none``) below AVX2, where nothing was measured. Other architectures (arm64: XNNPACK's int8 kernels use its
 dot-product instructions) get 8da4w, ExecuTorch's usual CPU recipe, unmeasured here. The advice is for the
 machine that *runs* the .pte; a .pte exported on one machine runs on any other, only at that machine's speed.
 """
@@ -130,8 +136,11 @@ def recommended_cpu_recipe(cpu: CpuFeatures) -> CpuRecipeAdvice:
     if "avx2" in cpu.flags and "fma" in cpu.flags:
         return CpuRecipeAdvice(
             "8da8w",
-            f"{what}, no VNNI: 8da8w measured 1.09x fp32 on such a CPU, and 8da4w 0.65x (slower than fp32)",
+            f"{what}, no VNNI: measured on such a CPU, the 8da8w encoder 1.07-1.09x fp32's and 8da4w's 0.59-0.63x "
+            "(slower than fp32); the greedy loop 1.67-2.08x faster with fpa8w's 8-bit decoder and joint than with "
+            "fp32's",
             True,
+            decoder_recipe="fpa8w",
         )
     return CpuRecipeAdvice(
         "none", f"{what}, no AVX2: XNNPACK's int8 recipes were not measured on such a CPU; fp32 is safe", False
@@ -145,6 +154,6 @@ def slow_recipe_warning(recipe: str, cpu: CpuFeatures) -> str | None:
         return None
     better = recommended_cpu_recipe(cpu).recipe
     return (
-        f"this CPU ({cpu.describe()}) has no VNNI: 8da4w ran at 0.65x fp32's speed on such a CPU; "
+        f"this CPU ({cpu.describe()}) has no VNNI: 8da4w ran at 0.63-0.66x fp32's speed on such CPUs; "
         f"--quantize {better} (or auto) is faster here, and the .pte is fine for CPUs with VNNI"
     )
