@@ -127,4 +127,8 @@ def test_export_auto_on_an_avx2_or_vnni_cpu_writes_8da8w_encoder_and_fpa8w_decod
     for part in ("encoder", "decoder"):
         assert report["parts"][part]["quantized"] == report["parts"][part]["linear_layers"] > 0
     assert not report["parts"]["decoder"]["not_covered"]  # the LSTM is quantized too
+    # the folder says that auto chose, on which CPU, and how long each stage took
+    assert report["quantize_auto"]["cpu"] == cpu.describe()
+    assert report["quantize_auto"]["choice"].startswith("quantize auto: 8da8w encoder, fpa8w decoder and joint (")
+    assert {"load", "quantize", "serialize"} <= set(report["stage_seconds"])
     assert make_transcriber(out).transcribe(jfk_audio).tokens  # the mixed program loads and decodes

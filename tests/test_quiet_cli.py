@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 CHATTER = ("[NeMo", "OneLogger", "Failed to load", "_pytree.py", "cpuinfo")
 
 
@@ -33,13 +35,19 @@ def test_export_error_is_shown_and_library_chatter_is_not(tmp_path):
     assert "model file not found" in verbose.stderr
 
 
-def test_transcribe_keeps_the_runtime_log_out_of_stderr(tmp_path, exported, jfk_path):
-    """ExecuTorch's runtime log goes to the log file: XNNPACK's cpuinfo lines while the program loads, and a portable
-    program's CPU-info probe on its first execute (5 lines on stderr until execute was captured as load is)."""
-    r = _run(tmp_path, "parakeet_executorch.runtime.cli", "--model", str(exported / "model.pte"), str(jfk_path))
+@pytest.mark.parametrize("threads", [None, 1], ids=["default-threads", "threads-1"])
+def test_transcribe_keeps_the_runtime_log_out_of_stderr(tmp_path, exported, jfk_path, threads):
+    """ExecuTorch's runtime log goes to the log file: XNNPACK's cpuinfo lines while the program loads, a portable
+    program's CPU-info probe on its first execute (5 lines on stderr until execute was captured as load is), and
+    the thread pool's lines when --threads rebuilds it (its probe and "Resetting threadpool", on stderr until the
+    resize was captured too)."""
+    extra = [] if threads is None else ["--threads", str(threads)]
+    r = _run(tmp_path, "parakeet_executorch.runtime.cli", "--model", str(exported / "model.pte"), *extra, str(jfk_path))
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip()
-    assert not any(word in r.stderr for word in CHATTER), r.stderr
+    assert not any(word in r.stderr for word in (*CHATTER, "threadpool")), r.stderr
+    if threads is not None:
+        assert "threadpool" in (tmp_path / "cache" / "logs" / "parakeet-transcribe.log").read_text()
     assert all(line.startswith(("load:", str(jfk_path))) for line in r.stderr.splitlines()), r.stderr
     if exported.name.endswith("portable"):
         assert "cpuinfo" in (tmp_path / "cache" / "logs" / "parakeet-transcribe.log").read_text()

@@ -38,8 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=(*RECIPES, "auto"),
         default="none",
         help="quantization recipe for encoder and decoder/joint linears (default: none); auto: with --backend "
-        "xnnpack, the fastest recipe for this machine's CPU (with VNNI an 8da8w encoder and fpa8w decoder/joint, "
-        "8da8w on AVX2 without it)",
+        "xnnpack, the fastest recipe for this machine's CPU (on x86 with AVX2 an 8da8w encoder and fpa8w "
+        "decoder/joint, with or without VNNI; fp32 below AVX2; 8da4w on arm64)",
     )
     p.add_argument("--quantize-encoder", choices=RECIPES, help="override --quantize for the encoder")
     p.add_argument("--quantize-decoder", choices=RECIPES, help="override --quantize for decoder and joint linears")
@@ -170,11 +170,16 @@ def main(argv: list[str] | None = None) -> int:
     from .recipes import RecipeError
 
     try:
-        for line in resolve_cpu_recipe(args, host_cpu_features()):
+        asked_auto, cpu = args.quantize == "auto", host_cpu_features()
+        lines = resolve_cpu_recipe(args, cpu)
+        for line in lines:
             print(line, file=sys.stderr if line.startswith("warning") else sys.stdout, flush=True)
         report = export_pte(args.model, options_from_args(args), progress=_print)
         out_dir = report.output_dir
-        write_atomically(out_dir / "export_report.json", (json.dumps(report.as_json(), indent=2) + "\n").encode())
+        content = report.as_json()
+        if asked_auto:  # what auto saw and chose, for whoever reads the folder later
+            content["quantize_auto"] = {"cpu": cpu.describe(), "choice": lines[0]}
+        write_atomically(out_dir / "export_report.json", (json.dumps(content, indent=2) + "\n").encode())
     except (BackendError, ModelLoadError, RecipeError, ValueError) as exc:
         print(f"parakeet-export: error: {exc}", file=sys.stderr)
         return 2

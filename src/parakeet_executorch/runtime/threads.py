@@ -7,6 +7,8 @@ of the machine. The C++ runner sets the same pool (``runner/cpu_threads.cpp``).
 
 from __future__ import annotations
 
+from .runtime_log import captured_runtime_log
+
 # More threads than this is a typo, not a machine: each one is an OS thread the pool starts at once.
 MAX_THREADS = 1024
 
@@ -20,7 +22,12 @@ def cpu_threads() -> int | None:
     from executorch.extension.pybindings import portable_lib
 
     count = getattr(portable_lib, "_threadpool_get_thread_count", None)
-    return None if count is None else int(count())
+    if count is None:
+        return None
+    with captured_runtime_log() as log:  # the first ask creates the pool, whose CPU-info probe logs
+        threads = int(count())
+    log.replay()
+    return threads
 
 
 def set_cpu_threads(threads: int) -> None:
@@ -42,5 +49,9 @@ def set_cpu_threads(threads: int) -> None:
         raise ThreadsError(
             "this ExecuTorch's Python bindings cannot resize the thread pool; leave the thread count at its default"
         )
+    # The pool logs as it is rebuilt (its CPU-info probe, "Resetting threadpool to N threads"), through the same
+    # stream as a .pte's load: captured and replayed where a quiet CLI sends library output.
     if cpu_threads() != threads:
-        reset(threads)
+        with captured_runtime_log() as log:
+            reset(threads)
+        log.replay()
