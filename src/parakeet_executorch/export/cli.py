@@ -177,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         report = export_pte(args.model, options_from_args(args), progress=_print)
         out_dir = report.output_dir
         content = report.as_json()
+        content["stage_seconds"] = {name: round(seconds, 3) for name, seconds in report.stage_seconds().items()}
         if asked_auto:  # what auto saw and chose, for whoever reads the folder later
             content["quantize_auto"] = {"cpu": cpu.describe(), "choice": lines[0]}
         write_atomically(out_dir / "export_report.json", (json.dumps(content, indent=2) + "\n").encode())

@@ -199,11 +199,11 @@ class ExportReport:
 
     def as_json(self) -> dict:
         """The content of ``export_report.json``: ``{"parts": {part: ...}, "encoder_rewrites": {...},
-        "pte_bytes": int, "backend": str, "stage_seconds": {stage: wall seconds}}``."""
+        "pte_bytes": int, "backend": str}``, the same for the same model and options (``parakeet-export`` adds
+        the run's ``stage_seconds``, and ``quantize_auto`` when it resolved ``--quantize auto``)."""
         return {
             "parts": self.quantization.as_json(),
             "encoder_rewrites": {} if self.encoder_rewrites is None else self.encoder_rewrites.as_json(),
             "pte_bytes": self.pte_bytes,
             "backend": self.backend,
-            "stage_seconds": {name: round(seconds, 3) for name, seconds in self.stage_seconds().items()},
         }
