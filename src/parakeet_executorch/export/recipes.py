@@ -62,11 +62,11 @@ def skip_reason(recipe: str, name: str, weight_shape, group_size: int, multi_row
     if recipe in ("fpa4w", "fpa8w"):
         from fpa_lowbit import check_linear_shape
 
-        bits = get_recipe(recipe).weight_bits
-        assert bits is not None
+        spec = get_recipe(recipe)
+        assert spec.weight_bits is not None
         # N % 4 for multi-row inputs is Metal's rule: only for a recipe that runs there.
-        metal = get_recipe(recipe).runs_on("metal")
-        return check_linear_shape(name, (n, k), group_size, bits, multi_row=multi_row and metal)
+        metal = spec.runs_on("metal")
+        return check_linear_shape(name, (n, k), group_size, spec.weight_bits, multi_row=multi_row and metal)
     if group_size and k % group_size:
         return f"{name}: K = {k} breaks rule K % group_size == 0 (group_size = {group_size})"
     return None
