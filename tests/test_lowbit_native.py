@@ -198,6 +198,49 @@ def test_plain_eager_linear_calls_the_kernel_directly_with_the_ops_result(monkey
     assert torch.equal(y, expected.reshape(2, m, 48))
 
 
+def test_the_weights_call_plan_follows_copies_loads_and_in_place_changes(monkeypatch, tmp_path):
+    # The first eager call prepares the weight's operands (raw pointers); copies, saved-and-loaded weights, weights
+    # given other values or other storage in place must still compute their own product, never another's.
+    import copy
+
+    lin = _quantized_linear()
+    x = torch.randn(1, 256)
+    w = lin.weight
+
+    def expected(layer):
+        lw = layer.weight
+        return linear_op(4)(x, lw.packed, 32, lw.scale, lw.zero) + layer.bias
+
+    with torch.inference_mode():
+        y0 = lin(x)
+    assert "_cpu_plan" in w.__dict__  # the plan exists from here on
+    assert torch.equal(y0, expected(lin))
+
+    torch.save(lin.state_dict(), tmp_path / "sd.pt")  # the plan is not pickled: weights_only loading still works
+    other = _quantized_linear()
+    with torch.no_grad():
+        other.weight.scale.mul_(2.0)
+    other.load_state_dict(torch.load(tmp_path / "sd.pt", weights_only=True))
+    twin = copy.deepcopy(lin)
+    with torch.inference_mode():
+        assert torch.equal(other(x), y0)
+        assert torch.equal(twin(x), y0)
+
+    calls = _op_spy(monkeypatch)
+    with torch.no_grad():
+        w.scale.mul_(0.5)  # new values, same storage: the plan reads them
+        assert torch.equal(lin(x), expected(lin))
+        w.packed.set_(torch.flip(w.packed, dims=[0]).contiguous())  # new storage: the plan is made again
+        y1 = lin(x)
+    assert torch.equal(y1, expected(lin))
+    assert not torch.equal(y1, y0)
+    assert calls == []  # all of it on the direct path
+    monkeypatch.setenv("FPA_LOWBIT_CPU_BACKEND", "torch")  # asked for after the plan exists: the op's path
+    with torch.no_grad():
+        lin(x)
+    assert calls == [4]
+
+
 def test_tracing_modes_and_autograd_still_see_the_op(monkeypatch):
     from torch.utils._python_dispatch import TorchDispatchMode
 

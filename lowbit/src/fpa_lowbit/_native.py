@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -158,3 +159,83 @@ def linear(
         out.copy_(y)
         return out
     return y if A.dtype == torch.float32 else y.to(A.dtype)
+
+
+@dataclass(frozen=True)
+class WeightPlan:
+    """A quantized weight's operands as the library takes them, prepared once so that a call at one activation
+    row (token-by-token generation, where Python's per-call work is as long as the product) only adds the
+    activation and output pointers.  It holds the tensors it points into, so the pointers stay valid while the
+    plan lives; :meth:`matches` says whether it still describes a weight's current tensors.
+
+    Attributes:
+        packed, scale, zero: the weight's uint8 ``[N, K*n/8]`` and float32 ``[N, K/group_size]`` CPU tensors.
+        bias: float32 ``[N]`` or None.  K, N, bitwidth, group_size: the product's shape and format.
+    """
+
+    packed: torch.Tensor
+    scale: torch.Tensor
+    zero: torch.Tensor
+    bias: torch.Tensor | None
+    K: int
+    N: int
+    bitwidth: int
+    group_size: int
+    args: tuple  # (B, N, nbit, group_size, S, Z, bias) as the C function takes them, after A, M and K
+
+    def matches(self, packed: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor, bias) -> bool:
+        """True when the plan was made from exactly these tensor objects and their storage has not moved since
+        (a plan copied along with its weight, or a tensor given new storage in place, no longer matches)."""
+        a = self.args
+        return (
+            self.packed is packed
+            and self.scale is scale
+            and self.zero is zero
+            and self.bias is bias
+            and packed.data_ptr() == a[0]
+            and scale.data_ptr() == a[4]
+            and zero.data_ptr() == a[5]
+            and (bias is None or bias.data_ptr() == a[6])
+        )
+
+
+def make_plan(
+    packed: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor, bitwidth: int, group_size: int, bias=None
+) -> WeightPlan | None:
+    """A :class:`WeightPlan` for a weight whose operands the library can take as they are (CPU, contiguous,
+    float32 scale/zero and bias, uint8 ``[N, K*n/8]``), else None (the caller takes :func:`linear`)."""
+    f32 = torch.float32
+    tensors = (packed, scale, zero) if bias is None else (packed, scale, zero, bias)
+    if any(t.device.type != "cpu" or not t.is_contiguous() for t in tensors):
+        return None
+    if scale.dtype != f32 or zero.dtype != f32 or packed.dtype != torch.uint8 or scale.dim() != 2:
+        return None
+    N, K = scale.shape[0], scale.shape[1] * group_size
+    if tuple(packed.shape) != (N, K * bitwidth // 8) or tuple(zero.shape) != tuple(scale.shape):
+        return None
+    if bias is not None and (bias.dtype != f32 or tuple(bias.shape) != (N,)):
+        return None
+    args = (
+        packed.data_ptr(), N, bitwidth, group_size, scale.data_ptr(), zero.data_ptr(),
+        None if bias is None else bias.data_ptr(),
+    )  # fmt: skip
+    return WeightPlan(packed, scale, zero, bias, K, N, bitwidth, group_size, args)
+
+
+def linear_planned(A: torch.Tensor, plan: WeightPlan) -> torch.Tensor:
+    """``A @ dequant(weight)ᵀ (+ bias)`` for a float32, contiguous, 2-D CPU ``A [M, K]`` (the caller checks that;
+    K must be ``plan.K``), with the weight's operands from ``plan``; returns float32 ``[M, N]``.  The same product
+    and bits as :func:`linear` on the same operands, with a fraction of its Python work.
+
+    Raises:
+        RuntimeError: the library is unavailable or rejects the arguments (its message says which rule).
+    """
+    lib = _lib if _lib is not None else _load()
+    if lib is None:
+        raise RuntimeError(f"fpa_lowbit native CPU kernels unavailable: {_error}")
+    M = A.shape[0]
+    y = torch.empty((M, plan.N), dtype=torch.float32)
+    rc = lib.fpa_lowbit_linear_f32(A.data_ptr(), M, plan.K, *plan.args, y.data_ptr(), 0, torch.get_num_threads())
+    if rc != 0:
+        raise RuntimeError(f"fpa_lowbit native kernel: {lib.fpa_lowbit_error_message(rc).decode()}")
+    return y

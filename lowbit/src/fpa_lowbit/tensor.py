@@ -128,6 +128,10 @@ class UIntxWeight(torch.Tensor):
         bitwidth, group_size, shape = meta
         return cls(inner["packed"], inner["scale"], inner["zero"], bitwidth, group_size, shape)
 
+    def __getstate__(self):
+        # The CPU call plan (lowbit_linear) holds raw pointers of this process: never pickled or copied.
+        return {k: v for k, v in self.__dict__.items() if k != "_cpu_plan"}
+
     def _apply_inner(self, fn) -> UIntxWeight:
         return UIntxWeight(
             fn(self.packed), fn(self.scale), fn(self.zero), self.bitwidth, self.group_size, tuple(self.shape)
@@ -205,6 +209,20 @@ def lowbit_linear(x: torch.Tensor, weight: UIntxWeight, bias: torch.Tensor | Non
     # Shape and dtype from the inner tensors: every attribute read on the subclass itself is a trip through
     # __torch_function__ (about 1 us each, at one activation row a tenth of the product).
     scale = weight.scale
+    plan = weight.__dict__.get("_cpu_plan")
+    if (
+        plan is not None
+        and plan.matches(weight.packed, scale, weight.zero, bias)
+        and type(x) is torch.Tensor
+        and x.dim() == 2
+        and x.shape[1] == plan.K
+        and x.dtype is torch.float32
+        and x.is_contiguous()
+        and _direct_cpu_call(x)
+    ):
+        # The common case of a model's forward on the CPU, checked in a handful of attribute reads: the weight's
+        # operands were prepared on its first call (below).
+        return _native.linear_planned(x, plan)
     n, k = scale.shape[0], scale.shape[1] * weight.group_size
     if x.shape[-1] != k:
         raise ValueError(f"linear: input has {x.shape[-1]} features but the quantized weight expects K = {k}")
@@ -219,7 +237,14 @@ def lowbit_linear(x: torch.Tensor, weight: UIntxWeight, bias: torch.Tensor | Non
         # The weight's operands were checked when it was built and x's just now: call the compiled kernel
         # straight away. Going through the op costs a round trip from the dispatcher back into Python (about
         # 10 us), which at one activation row (token-by-token generation) is as long as the product itself.
-        y = _native.linear(x2, weight.packed, weight.group_size, scale, weight.zero, weight.bitwidth, bias=bias)
+        if plan is None or not plan.matches(weight.packed, scale, weight.zero, bias):
+            plan = _native.make_plan(weight.packed, scale, weight.zero, weight.bitwidth, weight.group_size, bias)
+            if plan is not None:
+                weight.__dict__["_cpu_plan"] = plan
+        if plan is not None and x2.dtype is torch.float32:
+            y = _native.linear_planned(x2, plan)
+        else:
+            y = _native.linear(x2, weight.packed, weight.group_size, scale, weight.zero, weight.bitwidth, bias=bias)
         return y.reshape(*lead, n)
     y = ops.linear_op(weight.bitwidth)(x2, weight.packed, weight.group_size, weight.scale, weight.zero)
     y = y.reshape(*lead, n)
@@ -235,12 +260,12 @@ def _direct_cpu_call(x: torch.Tensor) -> bool:
     compiled kernels serving CPU (:func:`fpa_lowbit.cpu_backend`)."""
     return (
         type(x) is torch.Tensor
-        and x.device.type == "cpu"
+        and x.is_cpu
         and not (x.requires_grad and torch.is_grad_enabled())
         and not torch.compiler.is_compiling()
         and not torch._C._is_torch_function_mode_enabled()
         and _python_dispatch._get_current_dispatch_mode() is None
-        and ops.cpu_backend() == "native"
+        and ops.cpu_backend_is_native()
     )
 
 
