@@ -65,11 +65,10 @@ def bench_shape(k: int, n: int) -> dict:
     y = torch.empty(1, n)
     threads = torch.get_num_threads()
     op = linear_op(4)
+    kernel_args = (x.data_ptr(), 1, k, w.packed.data_ptr(), n, 4, 32, w.scale.data_ptr(), w.zero.data_ptr())
+    kernel_args += (b.data_ptr(), y.data_ptr(), 0, threads)
     paths = {
-        "kernel": lambda: lib.fpa_lowbit_linear_f32(
-            x.data_ptr(), 1, k, w.packed.data_ptr(), n, 4, 32, w.scale.data_ptr(), w.zero.data_ptr(),
-            b.data_ptr(), y.data_ptr(), 0, threads,
-        ),  # fmt: skip
+        "kernel": lambda: lib.fpa_lowbit_linear_f32(*kernel_args),
         "op": lambda: op(x, w.packed, 32, w.scale, w.zero),
         "F.linear": lambda: F.linear(x, w, b),
         "module": lambda: q(x),
