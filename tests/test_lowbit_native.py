@@ -146,6 +146,42 @@ def test_unavailable_level_and_bad_arguments_raise():
         _native.linear(a, b, 48, s, z, 4)
 
 
+def _product_in_forked_child(args) -> torch.Tensor:
+    a, b, s, z = args
+    return _native.linear(a, b, 32, s, z, 4, num_threads=2)
+
+
+def test_eager_threads_come_from_torchs_openmp_pool_with_the_same_bits():
+    # Where torch's intra-op pool is OpenMP the kernels' tasks run on its threads (a second pool beside it lost to
+    # its spinning workers); the own pool stays for other builds and for a child of fork(), with the same bits.
+    import multiprocessing
+
+    lib = _native._load()
+    if "parallel backend: OpenMP" in torch.__config__.parallel_info():
+        assert _native.eager_thread_pool() == "openmp"
+    cases = [_case(1, 1024, 300, 4, 32), _case(1, 512, 200, 8, 64), _case(37, 512, 260, 4, 32)]
+    with_omp = [
+        _native.linear(a, b, g, s, z, bits, num_threads=2)
+        for (a, b, s, z, _), bits, g in zip(cases, (4, 8, 4), (32, 64, 32))
+    ]
+    lib.fpa_lowbit_set_openmp(None)
+    try:
+        assert _native.eager_thread_pool() == "own"
+        with_own = [
+            _native.linear(a, b, g, s, z, bits, num_threads=2)
+            for (a, b, s, z, _), bits, g in zip(cases, (4, 8, 4), (32, 64, 32))
+        ]
+    finally:
+        _native._share_torch_openmp(lib)
+    for y_omp, y_own, (a, *_, ref) in zip(with_omp, with_own, cases):
+        assert torch.equal(y_omp, y_own)
+        _close(y_omp, ref, a.shape[1])
+    a, b, s, z, _ = cases[0]
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        y_child = pool.apply_async(_product_in_forked_child, ((a, b, s, z),)).get(timeout=60)
+    assert torch.equal(y_child, with_omp[0])
+
+
 def test_isa_environment_variable_caps_the_choice(monkeypatch):
     monkeypatch.setenv("FPA_LOWBIT_ISA", "portable")
     assert _native.best_isa() == "portable"

@@ -3,12 +3,15 @@
 The library exposes a C ABI over raw pointers (``csrc/c_api.cpp``), so one binary serves every torch version; it
 is loaded once, on first use.  It picks the widest instruction set the CPU has (AVX-512, AVX2 + FMA, NEON, or the
 portable level) at run time; ``FPA_LOWBIT_ISA`` caps that choice and ``isa=`` forces one level per call.
-Threads: the library's own pool, sized by ``torch.get_num_threads()`` at each call.
+Threads: sized by ``torch.get_num_threads()`` at each call, on torch's own intra-op pool where torch runs on OpenMP
+(the library is handed the address of the ``GOMP_parallel`` that torch loaded; see :func:`eager_thread_pool`), else on
+the library's own pool.  ``FPA_LOWBIT_EAGER_POOL=own`` keeps the own pool (for comparisons).
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +19,7 @@ from pathlib import Path
 import torch
 
 LIB_NAME = "libfpa_lowbit_cpu.so"
-ABI_VERSION = 2
+ABI_VERSION = 3
 #: Instruction-set levels, as the library numbers them.
 ISAS = {"auto": 0, "portable": 1, "avx2": 2, "avx512": 3, "neon": 4}
 
@@ -58,8 +61,35 @@ def _load() -> ctypes.CDLL | None:
         lib.fpa_lowbit_fma_peak_gflops.restype = ctypes.c_double
         lib.fpa_lowbit_error_message.restype = ctypes.c_char_p
         lib.fpa_lowbit_error_message.argtypes = [i32]
+        lib.fpa_lowbit_set_openmp.argtypes = [vp]
+        _share_torch_openmp(lib)
         _lib = lib
         return lib
+
+
+def _share_torch_openmp(lib: ctypes.CDLL) -> None:
+    """Hand the library torch's OpenMP runtime (``GOMP_parallel``, which LLVM's libomp exports too) when torch's
+    intra-op pool is OpenMP, so the kernels' tasks run on the threads torch's own ops use.  A second pool beside
+    torch's loses on a few cores: between torch's ops its OpenMP workers spin waiting for the next parallel region
+    and take turns with the second pool's threads."""
+    if os.environ.get("FPA_LOWBIT_EAGER_POOL", "").lower() == "own":
+        return
+    if "parallel backend: OpenMP" not in torch.__config__.parallel_info():
+        return
+    try:
+        gomp_parallel = ctypes.CDLL(None).GOMP_parallel  # the runtime torch loaded into the global namespace
+    except (AttributeError, OSError):
+        return
+    lib.fpa_lowbit_set_openmp(ctypes.cast(gomp_parallel, ctypes.c_void_p).value)
+
+
+def eager_thread_pool() -> str | None:
+    """Where the eager kernels' threads come from: ``"openmp"`` (torch's intra-op pool), ``"own"`` (the library's
+    pool), or None without the library."""
+    lib = _load()
+    if lib is None:
+        return None
+    return "openmp" if lib.fpa_lowbit_uses_openmp() else "own"
 
 
 def available() -> bool:
