@@ -200,7 +200,7 @@ class WeightPlan:
 
     Attributes:
         packed, scale, zero: the weight's uint8 ``[N, K*n/8]`` and float32 ``[N, K/group_size]`` CPU tensors.
-        bias: float32 ``[N]`` or None.  K, N, bitwidth, group_size: the product's shape and format.
+        bias: float32 ``[N]`` or None.  K, N: the product's shape (the format is in ``args``).
     """
 
     packed: torch.Tensor
@@ -209,8 +209,6 @@ class WeightPlan:
     bias: torch.Tensor | None
     K: int
     N: int
-    bitwidth: int
-    group_size: int
     args: tuple  # (B, N, nbit, group_size, S, Z, bias) as the C function takes them, after A, M and K
 
     def matches(self, packed: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor, bias) -> bool:
@@ -249,7 +247,7 @@ def make_plan(
         packed.data_ptr(), N, bitwidth, group_size, scale.data_ptr(), zero.data_ptr(),
         None if bias is None else bias.data_ptr(),
     )  # fmt: skip
-    return WeightPlan(packed, scale, zero, bias, K, N, bitwidth, group_size, args)
+    return WeightPlan(packed, scale, zero, bias, K, N, args)
 
 
 def linear_planned(A: torch.Tensor, plan: WeightPlan) -> torch.Tensor:
