@@ -147,6 +147,7 @@ class _Export:
         from .load import load_nemo_model, read_metadata
         from .output_dir import write_atomically
         from .program import export_methods
+        from .xnnpack.node_order import keep_node_order
         from .xnnpack.shortcuts import faster_lowering, faster_tracing
 
         opts, plan = self.options, self.options.plan
@@ -190,11 +191,22 @@ class _Export:
                 )
             elif rewrites.get("positional_table_skipped"):
                 self.say(f"  encoder: linear_pos runs at run time: {rewrites['positional_table_skipped']}")
+            if rewrites.get("subsampling_chunks", 0) > 1:
+                self.say(
+                    f"  encoder: subsampling in {rewrites['subsampling_chunks']} time chunks (its largest value at the "
+                    f"bound would otherwise size XNNPACK's workspace)"
+                )
+            elif rewrites.get("subsampling_chunks_skipped"):
+                self.say(f"  encoder: subsampling in one pass: {rewrites['subsampling_chunks_skipped']}")
         with self._stage(f"lower ({opts.backend})"):
             parts, programs = partitioners(opts.backend, programs)
             edge_config, backend_config = lowering_configs(opts.backend)
             # The shortcuts are checked (tests/test_lowering_speedups.py) to give a byte-identical .pte on XNNPACK.
-            with faster_lowering(programs, parts, shortcuts=opts.lowering_shortcuts) if xnnpack else nullcontext():
+            # keep_node_order: XNNPACK runs a delegate's ops, and plans its memory, in the order they are cut in.
+            with (
+                keep_node_order() if xnnpack else nullcontext(),
+                faster_lowering(programs, parts, shortcuts=opts.lowering_shortcuts) if xnnpack else nullcontext(),
+            ):
                 edge = to_edge_transform_and_lower(
                     programs,
                     partitioner=parts,

@@ -77,7 +77,10 @@ def export_methods(
         nemo_model.to(device=device, dtype=dtype)
     with torch.no_grad():
         enc = EncoderMethod(nemo_model.encoder, nemo_model.joint).eval()
-        with xnnpack_friendly_encoder(nemo_model.encoder, report=encoder_report) if xnnpack_encoder else nullcontext():
+        friendly = xnnpack_friendly_encoder(
+            nemo_model.encoder, report=encoder_report, max_feature_frames=features.shape[-1]
+        )
+        with friendly if xnnpack_encoder else nullcontext():
             programs["encoder"] = export(
                 enc,
                 (features.to(device=device, dtype=dtype), feature_length.to(device)),

@@ -131,11 +131,16 @@ class EncoderRewrites:
             position table (no positional GEMM at run time).
         positional_table_mb: megabytes (1e6 bytes) of constants those tables add to the .pte.
         positional_table_skipped: why no table was precomputed (None when some were).
+        subsampling_chunks: time chunks the subsampling's conv stack is computed in (1: one pass, fits the budget;
+            0: not chunked, see ``subsampling_chunks_skipped``).
+        subsampling_chunks_skipped: why the stack is not chunked (None when it is).
     """
 
     positional_tables: int = 0
     positional_table_mb: float = 0.0
     positional_table_skipped: str | None = None
+    subsampling_chunks: int = 0
+    subsampling_chunks_skipped: str | None = None
 
     @classmethod
     def from_report(cls, report: dict) -> EncoderRewrites | None:
@@ -146,6 +151,8 @@ class EncoderRewrites:
             report.get("positional_tables", 0),
             report.get("positional_table_mb", 0.0),
             report.get("positional_table_skipped"),
+            report.get("subsampling_chunks", 0),
+            report.get("subsampling_chunks_skipped"),
         )
 
     def as_json(self) -> dict:
@@ -153,6 +160,8 @@ class EncoderRewrites:
             "positional_tables": self.positional_tables,
             "positional_table_mb": self.positional_table_mb,
             "positional_table_skipped": self.positional_table_skipped,
+            "subsampling_chunks": self.subsampling_chunks,
+            "subsampling_chunks_skipped": self.subsampling_chunks_skipped,
         }
 
 

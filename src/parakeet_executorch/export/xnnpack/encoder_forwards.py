@@ -60,10 +60,13 @@ graph level is :mod:`.view_rewrites`.
        ``expand_copy`` (at v3's size and 60 s, 256 x 3000 x 64 floats, 196 MB, for one of them) and then read
        again by the multiply: 18 ``expand_copy`` calls, 193 ms of a 6.75 s encoder. XNNPACK's multiply
        broadcasts; ``x * 1.0`` and ``x * 0.0`` are the same numbers whether the mask was expanded or broadcast.
+       Given the export's longest input, the stack is also computed in time chunks (``subsampling_chunks.py``), so
+       that XNNPACK's workspace is not sized by its first convolution's output at the bound.
 """
 
 from __future__ import annotations
 
+import functools
 import types
 from contextlib import contextmanager
 
@@ -71,6 +74,7 @@ import torch
 import torch.nn.functional as F
 
 from ..pointwise import GluInputLinear, PointwiseLinear
+from .subsampling_chunks import chunk_count, chunkable, chunked_masked_conv_forward
 
 _INF_FILL = -10000.0  # NeMo's INF_VAL in multi_head_attention.py
 
@@ -245,7 +249,10 @@ def _position_table_for(pos_enc, attention, max_ratio: float):
 
 @contextmanager
 def xnnpack_friendly_encoder(
-    encoder: torch.nn.Module, pos_table_max_ratio: float | None = None, report: dict | None = None
+    encoder: torch.nn.Module,
+    pos_table_max_ratio: float | None = None,
+    report: dict | None = None,
+    max_feature_frames: int | None = None,
 ):
     """While active, ``encoder``'s LayerNorms, relative-position attentions and conv modules trace into
     XNNPACK-friendly graphs (see the module docstring). Apply it around ``torch.export`` of the encoder only, after
@@ -258,7 +265,11 @@ def xnnpack_friendly_encoder(
             this many times as many rows as ``linear_pos`` has inputs (its stored size against the weight's);
             None: ``POS_TABLE_MAX_RATIO`` (2).
         report: if given, receives ``positional_tables`` (layers with a precomputed table), ``positional_table_mb``
-            (their float bytes) and ``positional_table_skipped`` (the reason, when no layer got one)."""
+            (their float bytes), ``positional_table_skipped`` (the reason, when no layer got one),
+            ``subsampling_chunks`` (the chunk count, 0 for one pass) and ``subsampling_chunks_skipped`` (why not).
+        max_feature_frames: the longest input the export supports, in feature frames. Given, the subsampling's
+            conv stack is computed in time chunks (``subsampling_chunks.py``) whose count is fitted to it; None:
+            in one pass."""
     from nemo.collections.asr.parts.submodules.conformer_modules import ConformerConvolution
     from nemo.collections.asr.parts.submodules.multi_head_attention import RelPositionMultiHeadAttention
     from nemo.collections.asr.parts.submodules.subsampling import MaskedConvSequential
@@ -270,6 +281,8 @@ def xnnpack_friendly_encoder(
     patched: list[tuple[torch.nn.Module, list[str]]] = []
     tables: list[torch.Tensor] = []
     skipped: str | None = None
+    chunks = 0
+    chunks_skipped: str | None = "no max_feature_frames given"
 
     def add_buffer(mod, name, tensor, names):
         mod.register_buffer(name, tensor)
@@ -284,7 +297,15 @@ def xnnpack_friendly_encoder(
                 add_buffer(mod, "_xnn_avg_row", torch.full((1, d), 1.0 / d, dtype=ref.dtype, device=ref.device), names)
                 mod.forward = types.MethodType(_layer_norm_forward, mod)  # type: ignore[method-assign]
             elif type(mod) is MaskedConvSequential:
-                mod.forward = types.MethodType(_masked_conv_forward, mod)
+                assert isinstance(mod, torch.nn.Sequential)
+                chunks_skipped = chunkable(mod) if max_feature_frames is not None else chunks_skipped
+                if max_feature_frames is not None and chunks_skipped is None:
+                    chunks = chunk_count(mod, max_feature_frames, int(getattr(encoder, "_feat_in")))  # noqa: B009
+                if chunks > 1:
+                    forward = functools.partial(chunked_masked_conv_forward, chunks=chunks)
+                    mod.forward = types.MethodType(forward, mod)  # type: ignore[method-assign]
+                else:
+                    mod.forward = types.MethodType(_masked_conv_forward, mod)  # type: ignore[method-assign]
             elif type(mod) is RelPositionMultiHeadAttention and not getattr(mod, "use_pytorch_sdpa", False):
                 table, skipped = _position_table_for(pos_enc, mod, pos_table_max_ratio)
                 if table is not None:
@@ -311,6 +332,8 @@ def xnnpack_friendly_encoder(
             report["positional_tables"] = len(tables)
             report["positional_table_mb"] = sum(t.numel() * t.element_size() for t in tables) / 1e6
             report["positional_table_skipped"] = None if tables else skipped
+            report["subsampling_chunks"] = chunks
+            report["subsampling_chunks_skipped"] = None if chunks else chunks_skipped
         yield encoder
     finally:
         for mod, names in patched:

@@ -1,0 +1,189 @@
+"""The subsampling's masked conv stack computed in time chunks, so that its largest intermediate is one chunk's.
+
+Why: XNNPACK plans a delegate's internal values at their upper-bound shapes, and its workspace (one arena shared by
+all delegates, sized by the largest) is allocated on the first call whatever the input's length. In one pass the
+subsampling's first convolution writes [channels, T/2, F/2] floats: at v3's size (256 channels, 128 mel bands)
+65 MB at a 20 s bound and 196 MB at 60 s, the largest value of the whole encoder at the 20 s bound, and it stays
+resident for the life of the process. Computed depth-first over time chunks, the stack holds one chunk's values at
+a time (XNNPACK frees a value after its last use), and the arena shrinks to what the next-largest delegate needs.
+
+The algorithm: let L be the stack's output frames (a run-time size) and n a chunk count fixed at export. Each chunk
+computes ``c = ceil(L / n)`` output frames; chunk ``k`` covers output frames ``[k c, (k + 1) c)``. Walking the layers
+backwards, a layer with time kernel ``K``, stride ``s`` and padding ``p`` needs input frames
+``[s a - p, s a - p + s (m - 1) + K)`` for output frames ``[a, a + m)``; so every level of chunk ``k`` is a window
+of a length that depends on ``c`` only (tight upper bounds for XNNPACK) at a start that is affine in ``k c``. The
+input features are zero-padded once (a few frames before, up to ``n c`` output frames' worth after: the features
+are small) so that every chunk's window exists; each convolution then runs with no time padding, and the zeros
+that NeMo's padding would insert come from the masks instead: before every layer, as in NeMo's
+``MaskedConvSequential.forward``, the chunk's values are multiplied by ``keep``, which is 1 at the global frame
+indices ``0 <= t < valid`` of that level and 0 elsewhere (frames before the start, which are NeMo's zero padding,
+and frames at or past the valid length, which NeMo masks). Every output frame therefore reads the same numbers as
+in NeMo's single pass (bit-identical: the same products summed in the same order per output element); the
+chunks' outputs are concatenated and cut to L frames.
+
+Only stacks of ``Conv2d`` layers with symmetric time padding and no dilation, and element-wise activations, are
+chunked (NeMo's ``dw_striding`` and ``striding``); anything else (a ``CausalConv2D``) keeps the single pass, and
+:func:`chunkable` says why.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+# The largest value one chunk may write, in bytes. At v3's size (256 channels, 128 mel bands) the first
+# convolution writes 65 MB at a 20 s bound in one pass: 9 chunks of about 7.3 MB each.
+CHUNK_BYTES = 8 * 2**20
+
+_ELEMENTWISE = (torch.nn.ReLU, torch.nn.SiLU, torch.nn.GELU, torch.nn.Identity, torch.nn.Hardtanh, torch.nn.Sigmoid)
+
+
+def _time_geometry(layer: torch.nn.Module) -> tuple[int, int, int] | None:
+    """(kernel, stride, padding) along time for a chunkable layer, (1, 1, 0) for an element-wise one, else None."""
+    if type(layer) is torch.nn.Conv2d:
+        if layer.dilation[0] != 1 or layer.padding_mode != "zeros" or isinstance(layer.padding, str):
+            return None
+        return layer.kernel_size[0], layer.stride[0], layer.padding[0]
+    if isinstance(layer, _ELEMENTWISE):
+        return 1, 1, 0
+    return None
+
+
+def _geometries(stack: torch.nn.Sequential) -> list[tuple[int, int, int]]:
+    """:func:`_time_geometry` of every layer of a stack that :func:`chunkable` accepts.
+
+    Raises:
+        ValueError: a layer has no known time geometry (the reason :func:`chunkable` gives).
+    """
+    geometry = [_time_geometry(layer) for layer in stack]
+    known = [g for g in geometry if g is not None]
+    if len(known) != len(geometry):
+        raise ValueError(f"cannot compute this subsampling in chunks: {chunkable(stack)}")
+    return known
+
+
+def _frequency_padding(conv: torch.nn.Conv2d) -> int:
+    return int(conv.padding[1])  # a number: _time_geometry refuses string paddings
+
+
+def chunkable(stack: torch.nn.Sequential) -> str | None:
+    """None if :func:`chunked_masked_conv_forward` can compute ``stack`` (a NeMo ``MaskedConvSequential``), else
+    the reason it cannot (the first layer it does not know)."""
+    for layer in stack:
+        if _time_geometry(layer) is None:
+            return f"{type(layer).__name__} is not a Conv2d with symmetric time padding or an element-wise activation"
+    return None
+
+
+def chunk_count(
+    stack: torch.nn.Sequential, max_input_frames: int, feature_bins: int, chunk_bytes: int = CHUNK_BYTES
+) -> int:
+    """Chunks for inputs of at most ``max_input_frames`` feature frames of ``feature_bins`` bins: the largest
+    value a convolution of ``stack`` writes in one pass over that input ([channels, frames, bins] of its weight's
+    dtype), over ``chunk_bytes``, rounded up; 1 (one pass) when it fits."""
+    frames, bins, largest = max_input_frames, feature_bins, 0
+    for layer, (kernel, stride, pad) in zip(stack, _geometries(stack)):
+        frames = (frames + 2 * pad - kernel) // stride + 1
+        if type(layer) is torch.nn.Conv2d:
+            bins = (bins + 2 * _frequency_padding(layer) - layer.kernel_size[1]) // layer.stride[1] + 1
+            largest = max(largest, layer.out_channels * frames * bins * layer.weight.element_size())
+    return max(1, math.ceil(largest / chunk_bytes))
+
+
+def _window_keep(ramp: torch.Tensor, first_outside: torch.Tensor) -> torch.Tensor:
+    """[B, 1, len, 1]: 1 where ``ramp[i] < first_outside[b]`` (both integer-valued floats), else 0, in ops that
+    XNNPACK runs (a subtraction and a clamp: ``clamp(first_outside - ramp, 0, 1)`` is 1 for a difference >= 1 and
+    0 for one <= 0)."""
+    return torch.clamp(first_outside - ramp, 0.0, 1.0)
+
+
+def chunked_masked_conv_forward(self, x: torch.Tensor, lengths: torch.Tensor, chunks: int):
+    """NeMo's ``MaskedConvSequential.forward`` (subsampling.py) in ``chunks`` time chunks (module docstring).
+
+    NeMo masks the input of every layer; here only the inputs of layers that mix time frames (time kernel > 1) and
+    the output are masked. The others are per frame (activations, 1x1 convolutions), so a frame NeMo zeroes
+    before one of them only changes that frame, which the next masking zeroes again: every output value is the
+    same.
+
+    Args:
+        x: [B, T, F] float features (T feature frames).
+        lengths: [B] int64 valid feature frames.
+        chunks: the chunk count n, fixed at export (:func:`chunk_count`).
+
+    Returns:
+        ([B, C, L, F'] float, [B] int64 valid output frames), the same values as NeMo's forward.
+    """
+    from nemo.collections.asr.parts.submodules.subsampling import calculate_conv_output_size
+
+    geometry = _geometries(self)
+    x = x.unsqueeze(1)
+    sizes = [x.size(2)]
+    for kernel, stride, pad in geometry:
+        sizes.append((sizes[-1] + 2 * pad - kernel) // stride + 1)
+    out_frames = sizes[-1]
+    per_chunk = (out_frames + chunks - 1) // chunks
+
+    # Each layer input's window as (scale, offset, length): frames [scale * k * c + offset, ... + length) for chunk
+    # k, walking back from the chunk's output frames [k c, k c + c).
+    windows = [(1, 0, per_chunk)]
+    for kernel, stride, pad in reversed(geometry):
+        scale, offset, length = windows[0]
+        windows.insert(0, (stride * scale, stride * offset - pad, stride * (length - 1) + kernel))
+
+    # Zero frames before the first window and after the last, so that every chunk's input window exists.
+    scale0, offset0, length0 = windows[0]
+    before = -offset0
+    after = scale0 * (chunks - 1) * per_chunk + offset0 + length0 - sizes[0]
+    padded = F.pad(x, (0, 0, before, after))
+
+    # Valid frames per layer input, updated after each strided layer exactly as NeMo does it (its padding argument
+    # is the layer's (time, frequency) padding pair, summed).
+    valid = [lengths.clone().float()]
+    for layer in self:
+        if getattr(layer, "stride", (1, 1)) != (1, 1):
+            valid.append(calculate_conv_output_size(valid[-1], layer.kernel_size[0], layer.stride[0], layer.padding))
+        else:
+            valid.append(valid[-1])
+    valid_frames = [v.long() for v in valid]
+    valid_float = [v.to(x.dtype).view(-1, 1, 1, 1) for v in valid_frames]
+
+    # Masks: a frame ramp per masked layer, made once; per chunk only the valid end moves.
+    chunk_step = torch.scalar_tensor(per_chunk, dtype=x.dtype, device=x.device)
+    ramps: dict = {}
+
+    def keep(level: int, k: int) -> torch.Tensor:
+        scale, offset, length = windows[level]
+        if level not in ramps:
+            ramp = torch.arange(length, dtype=x.dtype, device=x.device).view(1, 1, -1, 1)
+            # Chunk 0's window starts before frame 0 (NeMo's zero padding): ramp + offset < 0 there. Constants are
+            # Python floats so that the graph holds no integer scalars to convert at run time.
+            front = torch.clamp(ramp + float(offset + 1), 0.0, 1.0) if offset < 0 else None
+            ramps[level] = (ramp, front)
+        ramp, front = ramps[level]
+        end = valid_float[level] - float(offset) - float(scale * k) * chunk_step
+        mask = _window_keep(ramp, end)
+        return mask * front if k == 0 and front is not None else mask
+
+    outputs = []
+    for k in range(chunks):
+        start0 = scale0 * k * per_chunk + offset0
+        h = padded[:, :, start0 + before : start0 + before + length0]
+        for level, (layer, (kernel, _, _)) in enumerate(zip(self, geometry)):
+            if kernel > 1:
+                h = h * keep(level, k)
+            if type(layer) is torch.nn.Conv2d:
+                h = F.conv2d(h, layer.weight, layer.bias, layer.stride, (0, _frequency_padding(layer)), 1, layer.groups)
+            else:
+                h = layer(h)
+        outputs.append(h.transpose(1, 2))  # [B, c, C, F']: time outermost, so the cut below is contiguous
+    y = torch.cat(outputs, dim=1) if chunks > 1 else outputs[0]
+    # The first L of the n c frames. With time outermost (batch 1) that slice is contiguous whatever L is; cut along
+    # an inner axis, torch.export's contiguity checks would guard on L != n c at the traced length, and the
+    # program would refuse the lengths where they are equal.
+    y = y[:, :out_frames]
+    final = torch.arange(out_frames, dtype=x.dtype, device=x.device).view(1, -1, 1, 1)
+    keep_out = _window_keep(final, valid_float[-1].view(-1, 1, 1, 1))
+    # [B, C, L, F'] as NeMo returns it, a view whose transpose back (ConvSubsampling.forward's) is contiguous.
+    return (y * keep_out).transpose(1, 2), valid_frames[-1]
