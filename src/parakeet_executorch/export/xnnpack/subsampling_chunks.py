@@ -14,10 +14,11 @@ backwards, a layer with time kernel ``K``, stride ``s`` and padding ``p`` needs 
 of a length that depends on ``c`` only (tight upper bounds for XNNPACK) at a start that is affine in ``k c``. The
 input features are zero-padded once (a few frames before, up to ``n c`` output frames' worth after: the features
 are small) so that every chunk's window exists; each convolution then runs with no time padding, and the zeros
-that NeMo's padding would insert come from the masks instead: before every layer, as in NeMo's
-``MaskedConvSequential.forward``, the chunk's values are multiplied by ``keep``, which is 1 at the global frame
-indices ``0 <= t < valid`` of that level and 0 elsewhere (frames before the start, which are NeMo's zero padding,
-and frames at or past the valid length, which NeMo masks). Every output frame therefore reads the same numbers as
+that NeMo's padding would insert come from the masks instead: before every layer that mixes frames, and on the
+output (NeMo's ``MaskedConvSequential.forward`` masks before every layer; the others work frame by frame), the
+chunk's values are multiplied by ``keep``, which is 1 at the global frame indices ``0 <= t < valid`` of that level
+and 0 elsewhere (frames before the start, which are NeMo's zero padding, and frames at or past the valid length,
+which NeMo masks). Every output frame therefore reads the same numbers as
 in NeMo's single pass (bit-identical: the same products summed in the same order per output element); the
 chunks' outputs are concatenated and cut to L frames.
 
@@ -33,8 +34,9 @@ import math
 import torch
 import torch.nn.functional as F
 
-# The largest value one chunk may write, in bytes. At v3's size (256 channels, 128 mel bands) the first
-# convolution writes 65 MB at a 20 s bound in one pass: 9 chunks of about 7.3 MB each.
+# The budget for the largest value, in bytes, divided among the chunks. At v3's size (256 channels, 128 mel
+# bands) the first convolution writes 65.6 MB at a 20 s bound in one pass: 8 chunks, each writing 8.2 MiB (its
+# share plus the halo frames it recomputes).
 CHUNK_BYTES = 8 * 2**20
 
 _ELEMENTWISE = (torch.nn.ReLU, torch.nn.SiLU, torch.nn.GELU, torch.nn.Identity, torch.nn.Hardtanh, torch.nn.Sigmoid)
