@@ -266,7 +266,8 @@ def xnnpack_friendly_encoder(
             None: ``POS_TABLE_MAX_RATIO`` (2).
         report: if given, receives ``positional_tables`` (layers with a precomputed table), ``positional_table_mb``
             (their float bytes), ``positional_table_skipped`` (the reason, when no layer got one),
-            ``subsampling_chunks`` (the chunk count, 0 for one pass) and ``subsampling_chunks_skipped`` (why not).
+            ``subsampling_chunks`` (the chunk count: 1 when one pass fits the budget, 0 when the stack cannot be
+            chunked or no bound was given) and ``subsampling_chunks_skipped`` (why not, for 0).
         max_feature_frames: the longest input the export supports, in feature frames. Given, the subsampling's
             conv stack is computed in time chunks (``subsampling_chunks.py``) whose count is fitted to it; None:
             in one pass."""
