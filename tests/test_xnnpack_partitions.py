@@ -15,11 +15,16 @@ import torch
 # expanded; 103 non-delegated ops and 7 slices before the relative shift became one as_strided read per layer, 99
 # ops while each mask was made in both float forms; 3 delegates, 96 ops and 3 slices before the subsampling ran in
 # time chunks (3 at this 60 s bound): its chunks' masks and its chunks are a delegate each, the chunks' input
-# windows are 3 slices and the cut of their concatenation to the output length a fourth, between delegates.
-MAX_ENCODER_DELEGATES = 5
-MAX_ENCODER_NON_DELEGATED_OPS = 98
-MAX_ENCODER_SLICES = 7
-MAX_ENCODER_AS_STRIDED = 2  # one relative shift per conformer layer
+# windows are 3 slices and the cut of their concatenation to the output length a fourth, between delegates; 5
+# delegates, 98 ops and 7 slices before the attention ran in query blocks (2 at this bound, 751 encoder frames):
+# per layer, the queries' zero padding and each block's relative shift cut the graph, and each block after the
+# first is linked to the one before (3 more delegates a layer); each block slices its queries and its position
+# columns, the blocks' concatenation is cut to T rows, the mask's padded rows are cut once per block, and each
+# layer makes the link's zero constant.
+MAX_ENCODER_DELEGATES = 11
+MAX_ENCODER_NON_DELEGATED_OPS = 128
+MAX_ENCODER_SLICES = 19
+MAX_ENCODER_AS_STRIDED = 4  # one relative shift per query block and conformer layer
 MAX_ENCODER_EXPANDS = 1
 
 
@@ -140,6 +145,25 @@ def test_subsampling_chunks_run_one_after_another(nemo_model, lowered_encoder):
     assert times == times[:per_chunk] * (len(times) // per_chunk), times
 
 
+def test_attention_blocks_run_one_after_another(nemo_model, lowered_encoder):
+    """At the tiny model's 60 s bound each attention layer runs in query blocks, and each block's unshifted
+    ``matrix_bd`` comes out of a delegate call of its own (so one block's product is alive at a time), not one
+    delegate making every block's at once."""
+    import operator
+
+    gm = lowered_encoder.exported_program("encoder").graph_module
+    shifts = [n for n in gm.graph.nodes if n.op == "call_function" and "as_strided_copy" in str(n.target)]
+    producers = []
+    for shift in shifts:
+        source = shift.args[0]
+        while source.op == "call_function" and "executorch_call_delegate" not in str(source.target):
+            assert source.target is operator.getitem or "dim_order" in str(source.target), source.target
+            source = source.args[0]
+        producers.append(source)
+    assert len(shifts) > len(nemo_model.encoder.layers), "the attention is not in query blocks at this bound"
+    assert len(set(producers)) == len(shifts), producers
+
+
 def test_rewritten_encoder_matches_original_eagerly(nemo_model, encoder_programs, jfk_audio):
     """The rewritten graph, run eagerly, equals the original graph (and NeMo) within 1e-5, also with padding (on the
     valid frames: past the valid length the rewrite leaves what NeMo zeroes, see encoder_forwards' masking)."""
@@ -164,14 +188,14 @@ def test_rewritten_encoder_matches_original_eagerly(nemo_model, encoder_programs
 def test_relative_shift_is_nemos_elements(nemo_model):
     """The one strided read gives NeMo's ``rel_shift`` followed by its ``[..., :T]`` exactly, at every length from
     one frame up (the offsets depend on T), and the padded zero column is never read."""
-    from parakeet_executorch.export.xnnpack.encoder_forwards import _rel_shift_3d
+    from parakeet_executorch.export.xnnpack.attention_blocks import shift_block
 
     attention = nemo_model.encoder.layers[0].self_attn
     heads = attention.h
     for t in (1, 2, 3, 8, 37, 126):
         scores = torch.randn(1, heads, t, 2 * t - 1) + 1.0  # no exact zeros, so a read of the padding would show
         ref = attention.rel_shift(scores)[:, :, :, :t]
-        ours = _rel_shift_3d(scores[0])
+        ours = shift_block(scores[0], t)
         assert ours.shape == (heads, t, t)
         assert torch.equal(ours, ref[0]), t
         assert bool((ours != 0).all())

@@ -198,6 +198,11 @@ class _Export:
                 )
             elif rewrites.get("subsampling_chunks_skipped"):
                 self.say(f"  encoder: subsampling in one pass: {rewrites['subsampling_chunks_skipped']}")
+            if rewrites.get("attention_query_blocks", 1) > 1:
+                self.say(
+                    f"  encoder: attention in {rewrites['attention_query_blocks']} query blocks (a layer's scores at "
+                    f"the bound would otherwise size XNNPACK's workspace and the memory plan)"
+                )
         with self._stage(f"lower ({opts.backend})"):
             parts, programs = partitioners(opts.backend, programs)
             edge_config, backend_config = lowering_configs(opts.backend)

@@ -134,6 +134,8 @@ class EncoderRewrites:
         subsampling_chunks: time chunks the subsampling's conv stack is computed in (1: one pass, fits the budget;
             0: not chunked, see ``subsampling_chunks_skipped``).
         subsampling_chunks_skipped: why the stack is not chunked (None when it is).
+        attention_query_blocks: query blocks each relative-position attention layer is computed in (1: one pass;
+            ``xnnpack.attention_blocks``).
     """
 
     positional_tables: int = 0
@@ -141,6 +143,7 @@ class EncoderRewrites:
     positional_table_skipped: str | None = None
     subsampling_chunks: int = 0
     subsampling_chunks_skipped: str | None = None
+    attention_query_blocks: int = 1
 
     @classmethod
     def from_report(cls, report: dict) -> EncoderRewrites | None:
@@ -153,6 +156,7 @@ class EncoderRewrites:
             report.get("positional_table_skipped"),
             report.get("subsampling_chunks", 0),
             report.get("subsampling_chunks_skipped"),
+            report.get("attention_query_blocks", 1),
         )
 
     def as_json(self) -> dict:
@@ -162,6 +166,7 @@ class EncoderRewrites:
             "positional_table_skipped": self.positional_table_skipped,
             "subsampling_chunks": self.subsampling_chunks,
             "subsampling_chunks_skipped": self.subsampling_chunks_skipped,
+            "attention_query_blocks": self.attention_query_blocks,
         }
 
 

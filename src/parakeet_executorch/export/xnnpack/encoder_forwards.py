@@ -22,8 +22,12 @@ graph level is :mod:`.view_rewrites`.
        cannot take, so each layer split three times. In 3-D the bmm operands and results need no such view.
        The relative shift stays on the portable kernels: NeMo's pad, view, slice, view, slice have run-time sizes,
        which XNNPACK's static reshape/slice cannot express. Here it is one ``as_strided`` read of the same elements
-       (``_rel_shift_3d``), one portable copy of [heads, T, T] instead of a pad and three copies of about twice
-       that; it is pure data movement, identical to NeMo's ``rel_shift``, and the only per-layer cut of the graph.
+       (``attention_blocks.shift_block``), one portable copy of [heads, T, T] instead of a pad and three copies of
+       about twice that; it is pure data movement, identical to NeMo's ``rel_shift``, and the only per-layer cut of
+       the graph (one per query block, below).
+       Given the export's longest input, the attention is computed in query blocks (``attention_blocks.py``), so
+       that neither XNNPACK's workspace nor the memory plan is sized by a whole layer's [heads, T, 2T-1] product at
+       the bound.
        Masking: ``masked_fill(mask, -10000)`` then softmax then ``masked_fill(mask, 0)`` -> ``scores + fill`` then
        softmax, with float ``fill = mask * -10000`` made once per mask tensor (XNNPACK has no ``where``). Each mask,
        broadcast over the heads, costs a pass over [heads, T, T]; the two multiplies that NeMo's fills would need
@@ -74,6 +78,7 @@ import torch
 import torch.nn.functional as F
 
 from ..pointwise import GluInputLinear, PointwiseLinear
+from .attention_blocks import blocked_attention_context, encoder_frames, query_block_count
 from .subsampling_chunks import chunk_count, chunkable, chunked_masked_conv_forward
 
 _INF_FILL = -10000.0  # NeMo's INF_VAL in multi_head_attention.py
@@ -101,6 +106,21 @@ class _MaskCache:
     def fill(self, mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         return self._get(mask, "fill", lambda: mask.to(dtype) * _INF_FILL)
 
+    def fill_blocks(self, mask: torch.Tensor, dtype: torch.dtype, blocks: int):
+        """``(b, c)`` -> [1, c, T]: rows ``[b c, b c + c)`` of ``fill`` zero-padded to ``blocks * c`` rows (the
+        query blocks of ``attention_blocks.py``), each block's rows cut once per mask tensor."""
+
+        def make_padded():
+            fill = self.fill(mask, dtype)
+            c = (fill.size(1) + blocks - 1) // blocks
+            return F.pad(fill, (0, 0, 0, blocks * c - fill.size(1)))
+
+        def block(b: int, c) -> torch.Tensor:
+            padded = self._get(mask, f"fill/{blocks}", make_padded)
+            return self._get(mask, f"fill/{blocks}/{b}", lambda: padded[:, b * c : (b + 1) * c])
+
+        return block
+
 
 def _layer_norm_forward(self, x):
     avg = self._xnn_avg_row  # [1, D] of 1/D
@@ -115,65 +135,70 @@ def _layer_norm_forward(self, x):
     return y
 
 
-def _rel_shift_3d(x: torch.Tensor) -> torch.Tensor:
-    """NeMo's ``rel_shift`` of [heads, T, 2T-1] followed by its ``[..., :T]``, as one strided read: [heads, T, T].
-
-    NeMo pads a zero column, views the [T, 2T] rows as [2T, T], drops the first row, views the rest as [T, 2T-1]
-    and keeps T columns. Following one element through (padded row i, column T - i + j, which is never the zero
-    column for 0 <= i, j < T) gives ``out[h, i, j] = x[h, i, j + T - 1 - i]``: in a contiguous x, the offset
-    ``h*T*(2T-1) + i*(2T-2) + j + (T-1)``, i.e. ``as_strided`` with strides (T*(2T-1), 2T-2, 1) and offset T-1.
-    One ``as_strided_copy`` of T*T floats per head replaces pad, two slice copies and the final slice (about three
-    copies of 2*T*T floats each); the values are the same elements."""
-    h, qlen, pos_len = x.size()
-    x = x.contiguous()
-    return x.as_strided((h, qlen, qlen), (qlen * pos_len, pos_len - 1, 1), qlen - 1)
-
-
-def _position_table(pos_enc, attention) -> torch.Tensor:
-    """``linear_pos`` applied to every row of ``pos_enc.pe``: [heads, d_k, rows], the layout ``bmm`` takes."""
+def _position_table(pos_enc, attention, front: int = 0) -> torch.Tensor:
+    """``linear_pos`` applied to every row of ``pos_enc.pe``: [heads, d_k, front + rows], the layout ``bmm`` takes,
+    with ``front`` zero columns first (read only by the padding rows of the last query block,
+    ``attention_blocks.py``)."""
     rows = pos_enc.pe[0].to(attention.linear_pos.weight.dtype)
     projected = F.linear(rows, attention.linear_pos.weight)  # [rows, H * d_k]
-    return projected.view(rows.size(0), attention.h, attention.d_k).permute(1, 2, 0).contiguous()
+    table = projected.view(rows.size(0), attention.h, attention.d_k).permute(1, 2, 0)
+    return F.pad(table, (front, 0)).contiguous()
 
 
-def _table_window(attention, pos_enc, length):
-    """[H, d_k, 2*length-1]: the columns of the precomputed table that ``RelPositionalEncoding.forward`` takes of
-    ``pe`` for ``length`` frames (cache_len 0); None without a table or when ``pos_enc.pe`` was re-created for a
-    longer input than the table was made for.
+def _position_columns(attention, pos_enc, pos_emb, length: int, blocks: int):
+    """``(start, c)`` -> [H, d_k, length + c - 1]: columns ``[start, start + length + c - 1)`` of the relative
+    positions' projection for ``length`` frames (positions length-1 .. -(length-1), as
+    ``RelPositionalEncoding.forward`` slices ``pe`` with cache_len 0) after ``blocks - 1`` zero columns.
 
-    ``pe``'s rows are a function of its length alone (positions L-1 .. -(L-1), NeMo's ``extend_pe`` and
-    ``program._fit_relative_positions`` alike), so equal lengths mean equal rows. Identity cannot be checked:
-    ``torch.export`` swaps buffers for fake tensors while tracing."""
+    From the precomputed table when there is one and it was made for this ``pe`` (``pe``'s rows are a function of
+    its length alone, NeMo's ``extend_pe`` and ``program._fit_relative_positions`` alike, so equal lengths mean equal
+    rows; identity cannot be checked: ``torch.export`` swaps buffers for fake tensors while tracing); else
+    ``linear_pos(pos_emb)`` at run time."""
     table = getattr(attention, "_xnn_pos_table", None)
-    if table is None or pos_enc is None or pos_enc.pe.size(1) != table.size(-1):
-        return None
-    centre = table.size(-1) // 2 + 1
-    return table[:, :, centre - length : centre + length - 1]
+    front = blocks - 1
+    if table is not None and pos_enc is not None and pos_enc.pe.size(1) + front == table.size(-1):
+        first = pos_enc.pe.size(1) // 2 + 1 - length  # the window's first column in the table, less its zeros
+
+        def from_table(start, c):
+            return table[:, :, first + start : first + start + length + c - 1]
+
+        return from_table
+    h, d_k = attention.h, attention.d_k
+    window = attention.linear_pos(pos_emb).view(-1, h, d_k).permute(1, 2, 0)  # [H, d_k, 2 length - 1]
+    if front:
+        window = F.pad(window, (front, 0))
+
+    def from_window(start, c):
+        return window if blocks == 1 else window[:, :, start : start + length + c - 1]
+
+    return from_window
 
 
-def _make_attention_forward(masks: _MaskCache, original, pos_enc=None):
+def _make_attention_forward(masks: _MaskCache, original, pos_enc=None, blocks: int = 1):
     def forward(self, query, key, value, mask, pos_emb=None, cache=None):
         if cache is not None or query.size(0) != 1 or pos_emb is None or pos_emb.size(0) != 1:
             return original(query, key, value, mask, pos_emb=pos_emb, cache=cache)
         h, d_k = self.h, self.d_k
+        frames = query.size(1)
         q = self.linear_q(query).view(-1, h, d_k)  # [T, H, d_k]
         k = self.linear_k(key).view(-1, h, d_k)
         v = self.linear_v(value).view(-1, h, d_k)
-        p_t = _table_window(self, pos_enc, query.size(1))
-        if p_t is None:
-            p_t = self.linear_pos(pos_emb).view(-1, h, d_k).permute(1, 2, 0)  # [H, d_k, P]
-        q_u = (q + self.pos_bias_u).transpose(0, 1)  # [H, T, d_k]
-        q_v = (q + self.pos_bias_v).transpose(0, 1)
-        matrix_bd = torch.bmm(q_v, p_t)  # [H, T, P]
-        matrix_ac = torch.bmm(q_u, k.permute(1, 2, 0))  # [H, T, T]
-        matrix_bd = _rel_shift_3d(matrix_bd)
-        scores = (matrix_ac + matrix_bd) / self.s_d_k
+        fill_block = None
         if mask is not None:
-            scores = scores + masks.fill(mask, scores.dtype)  # [1, T, T] broadcasts over heads
-        attn = torch.softmax(scores, dim=-1)
-        out = torch.bmm(attn, v.transpose(0, 1))  # [H, T, d_k]
-        out = out.transpose(0, 1).contiguous().view(1, -1, h * d_k)
-        return self.linear_out(out)
+            fill = masks.fill(mask, q.dtype)  # [1, T, T] broadcasts over heads
+            fill_block = (lambda b, c: fill) if blocks == 1 else masks.fill_blocks(mask, q.dtype, blocks)
+        out = blocked_attention_context(
+            q,
+            self.pos_bias_u,
+            self.pos_bias_v,
+            k.permute(1, 2, 0),
+            v.transpose(0, 1),
+            _position_columns(self, pos_enc, pos_emb, frames, blocks),
+            fill_block,
+            self.s_d_k,
+            blocks,
+        )  # [T, H, d_k]
+        return self.linear_out(out.contiguous().view(1, -1, h * d_k))
 
     return forward
 
@@ -234,8 +259,9 @@ def _masked_conv_forward(self, x, lengths):
 POS_TABLE_MAX_RATIO = 2.0
 
 
-def _position_table_for(pos_enc, attention, max_ratio: float):
-    """The precomputed positional table for ``attention``, or None with the reason it is not worth one."""
+def _position_table_for(pos_enc, attention, max_ratio: float, front: int = 0):
+    """The precomputed positional table for ``attention`` (with ``front`` zero columns first), or None with the
+    reason it is not worth one."""
     if pos_enc is None or type(pos_enc).__name__ != "RelPositionalEncoding" or pos_enc.training:
         return None, "the encoder has no RelPositionalEncoding in eval mode"
     weight = attention.linear_pos.weight
@@ -244,7 +270,7 @@ def _position_table_for(pos_enc, attention, max_ratio: float):
     ratio = pos_enc.pe.size(1) / weight.size(1)  # table rows x d_model against d_model x d_model
     if ratio > max_ratio:
         return None, f"the table would be {ratio:.2f} x linear_pos's weight (limit {max_ratio:g} x)"
-    return _position_table(pos_enc, attention), None
+    return _position_table(pos_enc, attention, front), None
 
 
 @contextmanager
@@ -267,10 +293,11 @@ def xnnpack_friendly_encoder(
         report: if given, receives ``positional_tables`` (layers with a precomputed table), ``positional_table_mb``
             (their float bytes), ``positional_table_skipped`` (the reason, when no layer got one),
             ``subsampling_chunks`` (the chunk count: 1 when one pass fits the budget, 0 when the stack cannot be
-            chunked or no bound was given) and ``subsampling_chunks_skipped`` (why not, for 0).
+            chunked or no bound was given), ``subsampling_chunks_skipped`` (why not, for 0) and
+            ``attention_query_blocks`` (the query blocks each attention layer is computed in; 1: one pass).
         max_feature_frames: the longest input the export supports, in feature frames. Given, the subsampling's
-            conv stack is computed in time chunks (``subsampling_chunks.py``) whose count is fitted to it; None:
-            in one pass."""
+            conv stack is computed in time chunks (``subsampling_chunks.py``) and the attention in query blocks
+            (``attention_blocks.py``), their counts fitted to it; None: both in one pass."""
     from nemo.collections.asr.parts.submodules.conformer_modules import ConformerConvolution
     from nemo.collections.asr.parts.submodules.multi_head_attention import RelPositionMultiHeadAttention
     from nemo.collections.asr.parts.submodules.subsampling import MaskedConvSequential
@@ -284,6 +311,7 @@ def xnnpack_friendly_encoder(
     skipped: str | None = None
     chunks = 0
     chunks_skipped: str | None = "no max_feature_frames given"
+    blocks = 1
 
     def add_buffer(mod, name, tensor, names):
         mod.register_buffer(name, tensor)
@@ -308,11 +336,16 @@ def xnnpack_friendly_encoder(
                 else:
                     mod.forward = types.MethodType(_masked_conv_forward, mod)  # type: ignore[method-assign]
             elif type(mod) is RelPositionMultiHeadAttention and not getattr(mod, "use_pytorch_sdpa", False):
-                table, skipped = _position_table_for(pos_enc, mod, pos_table_max_ratio)
+                if max_feature_frames is not None:
+                    frames = encoder_frames(getattr(encoder, "pre_encode"), max_feature_frames)  # noqa: B009
+                    heads, bias = getattr(mod, "h"), getattr(mod, "pos_bias_u")  # noqa: B009
+                    blocks = query_block_count(int(heads), frames, bias.element_size())
+                table, skipped = _position_table_for(pos_enc, mod, pos_table_max_ratio, front=blocks - 1)
                 if table is not None:
                     tables.append(table)
                     add_buffer(mod, "_xnn_pos_table", table, names)
-                mod.forward = types.MethodType(_make_attention_forward(masks, mod.forward, pos_enc), mod)
+                forward = _make_attention_forward(masks, mod.forward, pos_enc, blocks)
+                mod.forward = types.MethodType(forward, mod)
             elif isinstance(mod, ConformerConvolution) and isinstance(mod.pointwise_conv1, GluInputLinear):
                 mod.forward = types.MethodType(_make_conv_forward(masks, mod.forward), mod)
             elif isinstance(mod, ConformerConvolution):
@@ -335,6 +368,7 @@ def xnnpack_friendly_encoder(
             report["positional_table_skipped"] = None if tables else skipped
             report["subsampling_chunks"] = chunks
             report["subsampling_chunks_skipped"] = None if chunks else chunks_skipped
+            report["attention_query_blocks"] = blocks
         yield encoder
     finally:
         for mod, names in patched:
