@@ -72,8 +72,12 @@ def query_block_count(heads: int, max_frames: int, dtype_bytes: int, block_bytes
 
 def shift_block(x: torch.Tensor, width: int) -> torch.Tensor:
     """NeMo's ``rel_shift`` for a block of query rows: ``out[h, r, j] = x[h, r, j + c - 1 - r]`` for x of
-    [heads, c, width + c - 1], out [heads, c, width]; with ``c = width`` it is the whole matrix's shift
-    (``encoder_forwards._rel_shift_3d``). One strided read of the same elements (pure data movement)."""
+    [heads, c, width + c - 1], out [heads, c, width]; with ``c = width`` it is the whole matrix's shift.
+
+    NeMo pads a zero column, views the [T, 2T] rows as [2T, T], drops the first row, views the rest as [T, 2T-1]
+    and keeps T columns: following one element through gives ``out[h, i, j] = x[h, i, j + T - 1 - i]`` (never the
+    zero column). For rows ``[i0, i0 + c)`` given only the columns from ``T - i0 - c`` on, that is the read above:
+    ``as_strided`` with strides (c * cols, cols - 1, 1) and offset c - 1, one copy of the same elements."""
     h, rows, cols = x.size()
     x = x.contiguous()
     return x.as_strided((h, rows, width), (rows * cols, cols - 1, 1), rows - 1)
