@@ -15,6 +15,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
+# Every system of the benchmark at tiny size (ONNX export and quantization included): minutes; -m extended.
+@pytest.mark.extended
 @pytest.mark.slow
 def test_bench_transcribe_tiny(tmp_path):
     pytest.importorskip("onnxruntime")

@@ -238,6 +238,8 @@ def test_training_names_a_missing_extra_synthesizer_before_synthesizing(tmp_path
     assert not list(tmp_path.iterdir())
 
 
+# Four test sets synthesized, the demo model exported and run beside NeMo: minutes; -m extended.
+@pytest.mark.extended
 def test_eval_wer_writes_a_table(tmp_path, demo_nemo):
     """Four clips per set and a 70 s long recording (past one 56 s window, so it is decoded buffered)."""
     from parakeet_executorch.training.evaluate import main
