@@ -84,20 +84,14 @@ def test_silence_features_are_nemos(transcriber_xnnpack, nemo_model, seconds):
 def test_demo_model_on_digital_silence_equals_nemo(demo_nemo, export_root):
     """3.61 s of zeros: the .pte gives NeMo's transcript of the trained demo model token for token (before the
     preprocessor's normalisation was traced in PyTorch's float order, the first demo model's .pte printed "our
-    horse" where NeMo heard nothing; the shipped model hears one token there, in NeMo as in the .pte).
-
-    The fpa4w export, against the same quantized model in NeMo: test_recipes exports it too (one export for both),
-    and its preprocessor, where the float order mattered, is not quantized."""
+    horse" where NeMo heard nothing; the shipped model hears one token there, in NeMo as in the .pte)."""
     from parakeet_executorch.export.load import load_nemo_model
-    from parakeet_executorch.export.recipes import quantize_model
 
     from conftest import export_tiny, make_transcriber
 
     audio = _constant_signal("zeros", 3.61)
-    model = load_nemo_model(str(demo_nemo))
-    quantize_model(model, "fpa4w", "fpa4w")
-    ref = nemo_transcribe(model.eval(), audio)
-    ours = make_transcriber(export_tiny(demo_nemo, export_root, "xnnpack", "--quantize", "fpa4w")).transcribe(audio)
+    ref = nemo_transcribe(load_nemo_model(str(demo_nemo)), audio)
+    ours = make_transcriber(export_tiny(demo_nemo, export_root, "xnnpack")).transcribe(audio)
     assert_same_transcript(runner_result(ours), ref)
 
 

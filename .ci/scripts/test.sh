@@ -6,8 +6,8 @@ cd "$(dirname "$0")/../.."
 
 bash .ci/scripts/lint.sh
 set +e
-# The extended tests (more recipes, backends and CPUs through paths a default case covers) are left out: run them
-# with -m extended (a later -m replaces this one).
+# The extended tests (minutes each; pyproject.toml's `extended` marker says which) are left out: run them with
+# -m extended (a later -m replaces this one).
 python3 -m pytest tests -m "not extended" --durations=30 "$@"
 rc=$?
 set -e
