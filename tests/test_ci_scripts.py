@@ -164,7 +164,7 @@ def test_e2e_expected_text(xnnpack_artifact, jfk_path, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
-# The same two scripts run on the demo model in every linux.yml run (its last step); here with -m extended.
+# The same two scripts run on the demo model in every linux.yml run (its last export step); here with -m extended.
 @pytest.mark.extended
 @pytest.mark.slow
 def test_demo_model_through_the_scripts_prints_the_sample_sentence(tmp_path):
