@@ -85,3 +85,52 @@ def test_stacks_it_cannot_chunk_keep_one_pass(nemo_model):
         pass
     assert report["subsampling_chunks"] == 0
     assert "CausalConv2D" in report["subsampling_chunks_skipped"]
+
+
+@pytest.mark.parametrize("chunks", [1, 2, 3, 5])
+def test_projected_chunks_give_nemos_subsampling(nemo_model, chunks):
+    """The stack in chunks with ``ConvSubsampling.out`` applied to each chunk's frames gives NeMo's
+    ``ConvSubsampling.forward``: the valid lengths exactly, the values to the linear's float rounding, with a padded
+    row whose padding is not zero."""
+    from parakeet_executorch.export.xnnpack.subsampling_chunks import chunked_masked_conv_forward
+
+    pre = nemo_model.encoder.pre_encode
+    bins = nemo_model.encoder._feat_in
+    torch.manual_seed(chunks)
+    for frames in (1, 9, 17, 101, 333):
+        x = torch.randn(2, frames, bins)
+        lengths = torch.tensor([frames, max(1, frames - 6)])
+        x[1, int(lengths[1]) :] = 3.0
+        with torch.no_grad():
+            ref, ref_len = pre(x, lengths)
+            out, out_len = chunked_masked_conv_forward(pre.conv, x, lengths, chunks=chunks, project=pre.out)
+        assert out.shape == ref.shape, (frames, chunks)
+        assert torch.equal(out_len, ref_len), (frames, chunks)
+        assert torch.allclose(out, ref, rtol=1e-5, atol=1e-5), (frames, chunks, (out - ref).abs().max().item())
+
+
+def test_export_projects_the_chunks_unless_nemo_would_split(nemo_model):
+    """Under ``xnnpack_friendly_encoder`` with a bound that needs chunks, ``pre_encode`` projects each chunk and still
+    returns NeMo's output; it is restored on exit; and a subsampling that NeMo splits by batch or channel
+    (``subsampling_conv_chunking_factor`` above 1) keeps NeMo's forward."""
+    import copy
+
+    from parakeet_executorch.export.xnnpack.encoder_forwards import xnnpack_friendly_encoder
+
+    encoder = copy.deepcopy(nemo_model.encoder)
+    x = torch.randn(1, 120, encoder._feat_in)
+    lengths = torch.tensor([120])
+    with torch.no_grad():
+        ref, ref_len = encoder.pre_encode(x, lengths)
+    report: dict = {}
+    with xnnpack_friendly_encoder(encoder, report=report, max_feature_frames=6001), torch.no_grad():
+        assert report["subsampling_chunks"] > 1
+        assert "forward" in encoder.pre_encode.__dict__
+        out, out_len = encoder.pre_encode(x, lengths)
+    assert "forward" not in encoder.pre_encode.__dict__
+    assert torch.equal(out_len, ref_len)
+    assert torch.allclose(out, ref, rtol=1e-5, atol=1e-5)
+
+    encoder.pre_encode.subsampling_conv_chunking_factor = 2
+    with xnnpack_friendly_encoder(encoder, max_feature_frames=6001):
+        assert "forward" not in encoder.pre_encode.__dict__

@@ -7,6 +7,8 @@ test fails if either grows, so that a change that splits the encoder again shows
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -20,11 +22,16 @@ import torch
 # per layer, the queries' zero padding and each block's relative shift cut the graph, and each block after the
 # first is linked to the one before (3 more delegates a layer); each block slices its queries and its position
 # columns, the blocks' concatenation is cut to T rows, the mask's padded rows are cut once per block, and each
-# layer makes the link's zero constant.
-MAX_ENCODER_DELEGATES = 11
-MAX_ENCODER_NON_DELEGATED_OPS = 128
-MAX_ENCODER_SLICES = 19
-MAX_ENCODER_AS_STRIDED = 4  # one relative shift per query block and conformer layer
+# layer makes the link's zero constant; 128 ops before the subsampling's output linear ran on each chunk (each
+# chunk masks its own output frames: the end of its valid window is one tensor op per chunk, on [B] lengths, and
+# one clone fewer since the graph's copies are removed, export/graph_cleanup.py); 11 delegates, 131 ops and 4
+# shifts before the attention's block budget went from 8 to 4 MiB (3 query blocks instead of 2 at this bound: one
+# more delegate and shift per layer, 19 slices before: each block slices its queries, its position columns and
+# the mask's rows).
+MAX_ENCODER_DELEGATES = 13
+MAX_ENCODER_NON_DELEGATED_OPS = 138
+MAX_ENCODER_SLICES = 24
+MAX_ENCODER_AS_STRIDED = 6  # one relative shift per query block and conformer layer
 MAX_ENCODER_EXPANDS = 1
 
 
@@ -384,3 +391,63 @@ def test_position_table_lowers_without_more_delegates_and_matches_nemo(
     out, out_len = Runtime.get().load_program(buffer).load_method("encoder").execute([features.contiguous(), length])
     assert int(out_len.item()) == int(ref_len.item())
     assert (out - ref).abs().max().item() < 1e-4
+
+
+def _delegate_graphs(lowered_encoder):
+    gm = lowered_encoder.exported_program("encoder").graph_module
+    return [child.original_module.graph for name, child in gm.named_children() if name.startswith("lowered_module")]
+
+
+def test_the_graph_lowered_copies_no_contiguous_value(encoder_programs):
+    """The encoder graph handed to the XNNPACK partitioner (after ``partitioners("xnnpack")``: graph_cleanup.py and
+    ``rewrite_views``) has no eval dropout and no clone of a contiguous value: each would be a copy into a value of
+    its own on XNNPACK (the feed-forwards' [T, 4 d_model] dropout copies sized its workspace)."""
+    import copy
+
+    from torch._prims_common import is_contiguous_or_false
+
+    from parakeet_executorch.export.backends import partitioners
+
+    _, rewritten = encoder_programs
+    _, programs = partitioners("xnnpack", {"encoder": copy.deepcopy(rewritten)})
+    clones = 0
+    for node in programs["encoder"].graph.nodes:
+        if node.op != "call_function":
+            continue
+        assert node.target is not torch.ops.aten.dropout.default, node.name
+        if node.target is torch.ops.aten.clone.default and node.args[0].meta["val"].is_floating_point():
+            clones += 1
+            source = node.args[0].meta["val"]
+            assert not is_contiguous_or_false(source), (node.name, source.shape, source.stride())
+    assert clones > 0  # the conv modules' transposed outputs are reshaped: those clones are real
+
+
+def test_no_delegate_value_spans_the_input_wider_than_a_feed_forward_hidden(nemo_model, tiny_meta, lowered_encoder):
+    """At the bound, no time-major value inside an XNNPACK delegate of the encoder ([1, T, ...] or [T, ...], T the
+    encoder frames) has more features per frame than a feed-forward's hidden activation (d_ff, which the activation
+    must hold): XNNPACK's shared workspace is sized by the largest delegate's values. Before the subsampling's output
+    linear ran on each chunk, its joined chunks ([1, T, C, F'], C F' = 8 d_model at the tiny model's size, 4 d_model
+    at v3's) lived inside a delegate."""
+    from torch.fx.experimental.symbolic_shapes import optimization_hint
+
+    from parakeet_executorch.export.program import _max_feature_frames
+    from parakeet_executorch.export.xnnpack.attention_blocks import encoder_frames
+
+    frames = encoder_frames(
+        nemo_model.encoder.pre_encode, _max_feature_frames(nemo_model.preprocessor, tiny_meta.max_audio_samples)
+    )
+    d_ff = nemo_model.encoder.layers[0].feed_forward1.linear1.out_features
+    widest, time_major = 0, 0
+    for graph in _delegate_graphs(lowered_encoder):
+        outputs = {a for n in graph.nodes if n.op == "output" for a in n.args[0]}
+        for node in graph.nodes:
+            val = node.meta.get("val")
+            if node.op != "call_function" or node in outputs or not isinstance(val, torch.Tensor):
+                continue
+            dims = [optimization_hint(d) for d in val.shape]
+            lead = 1 if dims[:1] == [1] and len(dims) > 2 else 0  # a batch of one before the time axis
+            if len(dims) > lead and dims[lead] == frames:
+                time_major += 1
+                widest = max(widest, math.prod(dims) // frames)
+    assert time_major > 0
+    assert widest <= d_ff, (widest, d_ff)

@@ -48,6 +48,13 @@ def check_host(backend: str, dtype: str) -> None:
 
 def partitioners(backend: str, programs: dict[str, ExportedProgram]):
     """Return (partitioner per method, programs rewritten as the backend needs) for ``to_edge_transform_and_lower``."""
+    if backend in ("portable", "xnnpack"):
+        # graph_cleanup.py: eval dropouts and transpose pairs are copies on these backends (values unchanged).
+        from .graph_cleanup import remove_inference_copies
+
+        for name in COMPUTE_METHODS:
+            if name in programs:
+                remove_inference_copies(programs[name])
     if backend == "portable":
         # Decomposing lets torchao's weight-only dequantize (which has no ExecuTorch out variant) run as plain
         # portable ops while the int8 weights stay int8 constants; float graphs are unaffected.

@@ -34,9 +34,10 @@ import torch
 import torch.nn.functional as F
 
 # The budget for one block's largest value (the unshifted ``matrix_bd`` rows, [heads, c, T + c - 1]), in bytes. At
-# v3's size and a 60 s bound: 3 blocks of 251 queries, 8.0 MB each; at a 20 s bound one block (the one-pass
-# forward, 4.0 MB).
-BLOCK_BYTES = 8 * 2**20
+# v3's size and a 60 s bound: 6 blocks of 126 queries, 3.5 MB each; at a 20 s bound one block (the one-pass
+# forward, 4.0 MB). With 8 MiB (3 blocks of 251 queries) the attention's values set the memory plan's peak, 8.7 MiB
+# above this budget's at 60 s, for no measurable speed difference.
+BLOCK_BYTES = 4 * 2**20
 
 
 def encoder_frames(pre_encode: torch.nn.Module, feature_frames: int) -> int:

@@ -58,6 +58,13 @@ graph level is :mod:`.view_rewrites`.
        halves); they then run as linears on the [B, T, C] input, with the transpose only around the depthwise
        convolution.
 
+   ``ConformerFeedForward`` -> the same two linears and activation on the [B T, d_model] rows.
+       Traced on [1, T, d], the quantized linears (custom ops outside XNNPACK, 2-D in and out) leave a reshape of
+       their [T, 4096] output to [1, T, 4096] before the activation and one back after it; XNNPACK runs each as a
+       copy into a value of its own, and those [T, 4096] copies (12 MB apiece at v3's size and a 60 s bound) sized
+       its shared workspace. On rows the activation reads the linear's output as it is; only the [T, d_model]
+       input and output are reshaped. Each output row depends only on its own input row, so the values are the same.
+
    ``MaskedConvSequential`` (the subsampling's masked conv stack) -> the time mask as a [B, 1, T, 1] float that
        broadcasts, instead of NeMo's ``mask.unsqueeze(1).expand(B, C, T, F)`` before each layer.
        XNNPACK takes no ``expand`` with a run-time size, so every mask was materialised by the portable
@@ -65,7 +72,8 @@ graph level is :mod:`.view_rewrites`.
        again by the multiply: 18 ``expand_copy`` calls, 193 ms of a 6.75 s encoder. XNNPACK's multiply
        broadcasts; ``x * 1.0`` and ``x * 0.0`` are the same numbers whether the mask was expanded or broadcast.
        Given the export's longest input, the stack is also computed in time chunks (``subsampling_chunks.py``), so
-       that XNNPACK's workspace is not sized by its first convolution's output at the bound.
+       that XNNPACK's workspace is not sized by its first convolution's output at the bound; ``ConvSubsampling``
+       then applies its output linear to each chunk's frames before the chunks are joined.
 """
 
 from __future__ import annotations
@@ -79,7 +87,13 @@ import torch.nn.functional as F
 
 from ..pointwise import GluInputLinear, PointwiseLinear
 from .attention_blocks import blocked_attention_context, encoder_frames, query_block_count
-from .subsampling_chunks import chunk_count, chunkable, chunked_masked_conv_forward
+from .subsampling_chunks import (
+    chunk_count,
+    chunkable,
+    chunked_masked_conv_forward,
+    projected_subsampling_forward,
+    splits_at,
+)
 
 _INF_FILL = -10000.0  # NeMo's INF_VAL in multi_head_attention.py
 
@@ -133,6 +147,13 @@ def _layer_norm_forward(self, x):
     if self.bias is not None:
         y = y + self.bias
     return y
+
+
+def _feed_forward_forward(self, x):
+    """NeMo's ``ConformerFeedForward.forward`` (conformer_modules.py) on the rows of x [B, T, d_model]."""
+    rows = self.linear1(x.reshape(-1, x.size(-1)))
+    rows = self.linear2(self.dropout(self.activation(rows)))
+    return rows.view(x.size(0), x.size(1), rows.size(-1))
 
 
 def _position_table(pos_enc, attention, front: int = 0) -> torch.Tensor:
@@ -256,6 +277,20 @@ def _masked_conv_forward(self, x, lengths):
     return x * keep, valid.long()
 
 
+def _projection_for(encoder, stack, max_feature_frames):
+    """``encoder.pre_encode.out`` when ``stack`` is the conv stack of a 2-D ``ConvSubsampling`` that NeMo would not
+    split at the bound (so the stack may project its chunks, ``subsampling_chunks.projected_subsampling_forward``),
+    else None."""
+    from nemo.collections.asr.parts.submodules.subsampling import ConvSubsampling
+
+    pre = getattr(encoder, "pre_encode", None)
+    if type(pre) is not ConvSubsampling or pre.conv is not stack or not pre.conv2d_subsampling:
+        return None
+    if splits_at(pre, int(max_feature_frames)):
+        return None
+    return pre.out
+
+
 POS_TABLE_MAX_RATIO = 2.0
 
 
@@ -280,7 +315,7 @@ def xnnpack_friendly_encoder(
     report: dict | None = None,
     max_feature_frames: int | None = None,
 ):
-    """While active, ``encoder``'s LayerNorms, relative-position attentions and conv modules trace into
+    """While active, ``encoder``'s LayerNorms, feed-forwards, relative-position attentions and conv modules trace into
     XNNPACK-friendly graphs (see the module docstring). Apply it around ``torch.export`` of the encoder only, after
     the model has its final dtype and device and after its relative-position table is fitted to the longest input.
     Eager outputs stay equal to NeMo's (tests check 1e-5).
@@ -298,7 +333,7 @@ def xnnpack_friendly_encoder(
         max_feature_frames: the longest input the export supports, in feature frames. Given, the subsampling's
             conv stack is computed in time chunks (``subsampling_chunks.py``) and the attention in query blocks
             (``attention_blocks.py``), their counts fitted to it; None: both in one pass."""
-    from nemo.collections.asr.parts.submodules.conformer_modules import ConformerConvolution
+    from nemo.collections.asr.parts.submodules.conformer_modules import ConformerConvolution, ConformerFeedForward
     from nemo.collections.asr.parts.submodules.multi_head_attention import RelPositionMultiHeadAttention
     from nemo.collections.asr.parts.submodules.subsampling import MaskedConvSequential
 
@@ -331,8 +366,13 @@ def xnnpack_friendly_encoder(
                 if max_feature_frames is not None and chunks_skipped is None:
                     chunks = chunk_count(mod, max_feature_frames, int(getattr(encoder, "_feat_in")))  # noqa: B009
                 if chunks > 1:
-                    forward = functools.partial(chunked_masked_conv_forward, chunks=chunks)
+                    project = _projection_for(encoder, mod, max_feature_frames)
+                    forward = functools.partial(chunked_masked_conv_forward, chunks=chunks, project=project)
                     mod.forward = types.MethodType(forward, mod)  # type: ignore[method-assign]
+                    if project is not None:
+                        pre = getattr(encoder, "pre_encode")  # noqa: B009
+                        pre.forward = types.MethodType(projected_subsampling_forward, pre)
+                        patched.append((pre, []))
                 else:
                     mod.forward = types.MethodType(_masked_conv_forward, mod)  # type: ignore[method-assign]
             elif type(mod) is RelPositionMultiHeadAttention and not getattr(mod, "use_pytorch_sdpa", False):
@@ -346,6 +386,8 @@ def xnnpack_friendly_encoder(
                     add_buffer(mod, "_xnn_pos_table", table, names)
                 forward = _make_attention_forward(masks, mod.forward, pos_enc, blocks)
                 mod.forward = types.MethodType(forward, mod)
+            elif type(mod) is ConformerFeedForward:
+                mod.forward = types.MethodType(_feed_forward_forward, mod)
             elif isinstance(mod, ConformerConvolution) and isinstance(mod.pointwise_conv1, GluInputLinear):
                 mod.forward = types.MethodType(_make_conv_forward(masks, mod.forward), mod)
             elif isinstance(mod, ConformerConvolution):

@@ -101,7 +101,7 @@ def _window_keep(ramp: torch.Tensor, first_outside: torch.Tensor) -> torch.Tenso
     return torch.clamp(first_outside - ramp, 0.0, 1.0)
 
 
-def chunked_masked_conv_forward(self, x: torch.Tensor, lengths: torch.Tensor, chunks: int):
+def chunked_masked_conv_forward(self, x: torch.Tensor, lengths: torch.Tensor, chunks: int, project=None):
     """NeMo's ``MaskedConvSequential.forward`` (subsampling.py) in ``chunks`` time chunks (module docstring).
 
     NeMo masks the input of every layer; here only the inputs of layers that mix time frames (time kernel > 1) and
@@ -113,9 +113,13 @@ def chunked_masked_conv_forward(self, x: torch.Tensor, lengths: torch.Tensor, ch
         x: [B, T, F] float features (T feature frames).
         lengths: [B] int64 valid feature frames.
         chunks: the chunk count n, fixed at export (:func:`chunk_count`).
+        project: None, or ``ConvSubsampling.out`` (a linear from C F' to d_model): then each chunk's masked frames
+            are flattened to [B, c, C F'] and projected before the chunks are joined, as
+            :func:`chunked_subsampling_forward` needs.
 
     Returns:
-        ([B, C, L, F'] float, [B] int64 valid output frames), the same values as NeMo's forward.
+        ([B, C, L, F'] float, [B] int64 valid output frames), the same values as NeMo's forward; with ``project``,
+        ([B, L, d_model] float, [B] int64), the values of ``project`` on NeMo's flattened output.
     """
     from nemo.collections.asr.parts.submodules.subsampling import calculate_conv_output_size
 
@@ -179,13 +183,55 @@ def chunked_masked_conv_forward(self, x: torch.Tensor, lengths: torch.Tensor, ch
                 h = F.conv2d(h, layer.weight, layer.bias, layer.stride, (0, _frequency_padding(layer)), 1, layer.groups)
             else:
                 h = layer(h)
+        if project is not None:
+            # The output mask of this chunk's frames (NeMo masks the whole output), then the frames flattened as
+            # ConvSubsampling flattens them and projected: each output frame of the linear reads only its own frame.
+            h = (h * keep(len(geometry), k)).transpose(1, 2)
+            outputs.append(project(h.reshape(h.size(0), h.size(1), -1)))  # [B, c, d_model]
+            continue
         outputs.append(h.transpose(1, 2))  # [B, c, C, F']: time outermost, so the cut below is contiguous
     y = torch.cat(outputs, dim=1) if chunks > 1 else outputs[0]
     # The first L of the n c frames. With time outermost (batch 1) that slice is contiguous whatever L is; cut along
     # an inner axis, torch.export's contiguity checks would guard on L != n c at the traced length, and the
     # program would refuse the lengths where they are equal.
     y = y[:, :out_frames]
+    if project is not None:
+        return y, valid_frames[-1]
     final = torch.arange(out_frames, dtype=x.dtype, device=x.device).view(1, -1, 1, 1)
     keep_out = _window_keep(final, valid_float[-1].view(-1, 1, 1, 1))
     # [B, C, L, F'] as NeMo returns it, a view whose transpose back (ConvSubsampling.forward's) is contiguous.
     return (y * keep_out).transpose(1, 2), valid_frames[-1]
+
+
+def projected_subsampling_forward(self, x: torch.Tensor, lengths: torch.Tensor):
+    """NeMo's ``ConvSubsampling.forward`` (subsampling.py) for 2-D subsampling that NeMo does not split by batch or
+    channel at the export's bound (:func:`splits_at`), when its conv stack's forward is
+    :func:`chunked_masked_conv_forward` with ``project=self.out``: the stack returns the projected frames, so this
+    only calls it.
+
+    Why: joined before the linear, the chunks' outputs ([B, c, C, F'], C F' = 4096 at v3's size) and their
+    concatenation are alive at once, two [T, 4096] values (12 MB apiece at a 60 s bound) that sized XNNPACK's
+    workspace; projected first, each chunk leaves [B, c, d_model], a quarter of that. (The stack is called as a
+    module, not as a function of ``self.conv``: while ``torch.export`` traces, a submodule read as an attribute is a
+    proxy subclass of its class, which the stack's exact-type checks would refuse.)
+
+    Args:
+        x: [B, T, F] float features (T feature frames); lengths: [B] int64 valid feature frames.
+
+    Returns:
+        ([B, L, d_model] float, [B] int64 valid encoder frames), NeMo's values up to the linear's summation order.
+    """
+    return self.conv(x, lengths)
+
+
+def splits_at(pre_encode: torch.nn.Module, max_feature_frames: int) -> bool:
+    """True when NeMo's ``ConvSubsampling.forward`` would split a [1, max_feature_frames, F] input by batch or channel
+    (its ``subsampling_conv_chunking_factor``: always for a factor above 1, past 2**31 elements per convolution for
+    1), so that :func:`chunked_subsampling_forward`, which never splits, must not stand in for it."""
+    factor = getattr(pre_encode, "subsampling_conv_chunking_factor", -1)
+    if factor == -1:
+        return False
+    if factor != 1:
+        return True
+    channels, stride, bins = (int(getattr(pre_encode, name)) for name in ("_conv_channels", "_stride", "_feat_in"))
+    return max_feature_frames * bins > 2**31 / channels * stride * stride
