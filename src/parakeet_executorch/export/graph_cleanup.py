@@ -23,25 +23,32 @@ from __future__ import annotations
 import torch
 
 
+def _bypass(ep, returns_its_input) -> int:
+    """Rewire the users of every call in ``ep``'s graph for which ``returns_its_input(node)`` is true to the call's
+    first argument, and erase the call (in place). Returns how many were erased."""
+    graph = ep.graph_module.graph
+    count = 0
+    for node in list(graph.nodes):
+        if node.op == "call_function" and isinstance(node.args[0], torch.fx.Node) and returns_its_input(node):
+            node.replace_all_uses_with(node.args[0])
+            graph.erase_node(node)
+            count += 1
+    if count:
+        ep.graph_module.recompile()
+    return count
+
+
+def _eval_dropout(node: torch.fx.Node) -> bool:
+    train = node.args[2] if len(node.args) > 2 else node.kwargs.get("train", True)
+    return node.target is torch.ops.aten.dropout.default and train is False
+
+
 def drop_inference_dropouts(ep) -> int:
     """Replace each ``aten.dropout(x, p, train=False)`` in ``ep``'s graph by ``x`` (in place).
 
     Mirrors ``torch.nn.functional.dropout``'s eval behaviour (the identity). Dropouts in training mode are kept.
     Returns how many were removed."""
-    graph = ep.graph_module.graph
-    count = 0
-    for node in list(graph.nodes):
-        if node.op != "call_function" or node.target is not torch.ops.aten.dropout.default:
-            continue
-        train = node.args[2] if len(node.args) > 2 else node.kwargs.get("train", True)
-        if train is not False:
-            continue
-        node.replace_all_uses_with(node.args[0])
-        graph.erase_node(node)
-        count += 1
-    if count:
-        ep.graph_module.recompile()
-    return count
+    return _bypass(ep, _eval_dropout)
 
 
 def _axes(node: torch.fx.Node) -> frozenset[int] | None:
@@ -85,24 +92,18 @@ def _same_shape(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.dim() == b.dim() and all(statically_known_true(x == y) for x, y in zip(a.shape, b.shape))
 
 
+def _identity_view(node: torch.fx.Node) -> bool:
+    if node.target not in (torch.ops.aten.view.default, torch.ops.aten.reshape.default):
+        return False
+    source = node.args[0]
+    out, src = node.meta.get("val"), source.meta.get("val") if isinstance(source, torch.fx.Node) else None
+    return isinstance(out, torch.Tensor) and isinstance(src, torch.Tensor) and _same_shape(out, src)
+
+
 def drop_identity_views(ep) -> int:
     """Rewire every ``view``/``reshape`` whose output has its input's shape to the input (in place); such a view
     returns the same elements in the same layout. Returns how many were removed."""
-    views = (torch.ops.aten.view.default, torch.ops.aten.reshape.default)
-    graph = ep.graph_module.graph
-    count = 0
-    for node in list(graph.nodes):
-        if node.op != "call_function" or node.target not in views or not isinstance(node.args[0], torch.fx.Node):
-            continue
-        out, src = node.meta.get("val"), node.args[0].meta.get("val")
-        if not isinstance(out, torch.Tensor) or not isinstance(src, torch.Tensor) or not _same_shape(out, src):
-            continue
-        node.replace_all_uses_with(node.args[0])
-        graph.erase_node(node)
-        count += 1
-    if count:
-        ep.graph_module.recompile()
-    return count
+    return _bypass(ep, _identity_view)
 
 
 def remove_inference_copies(ep) -> dict[str, int]:
