@@ -401,7 +401,7 @@ def _delegate_graphs(lowered_encoder):
 def test_the_graph_lowered_copies_no_contiguous_value(encoder_programs):
     """The encoder graph handed to the XNNPACK partitioner (after ``partitioners("xnnpack")``: graph_cleanup.py and
     ``rewrite_views``) has no eval dropout and no clone of a contiguous value: each would be a copy into a value of
-    its own on XNNPACK (the feed-forwards' [T, 4 d_model] dropout copies sized its workspace)."""
+    its own on XNNPACK (each feed-forward had such copies of its [T, 4 d_model] hidden values)."""
     import copy
 
     from torch._prims_common import is_contiguous_or_false

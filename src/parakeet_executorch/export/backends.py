@@ -49,7 +49,7 @@ def check_host(backend: str, dtype: str) -> None:
 def partitioners(backend: str, programs: dict[str, ExportedProgram]):
     """Return (partitioner per method, programs rewritten as the backend needs) for ``to_edge_transform_and_lower``."""
     if backend in ("portable", "xnnpack"):
-        # graph_cleanup.py: eval dropouts and transpose pairs are copies on these backends (values unchanged).
+        # graph_cleanup.py: eval dropouts, transpose pairs and same-shape views are copies here (values unchanged).
         from .graph_cleanup import remove_inference_copies
 
         for name in COMPUTE_METHODS:

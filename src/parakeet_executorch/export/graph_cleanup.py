@@ -2,16 +2,15 @@
 
 Why: every value an op writes is memory. A delegate's internal values live in XNNPACK's workspace (one arena shared
 by all delegates, sized by the largest at the export's bound) and the values between delegates in the executorch
-memory plan; both stay resident for the life of the process. Two kinds of op in a traced NeMo encoder only copy:
+memory plan; both stay resident for the life of the process. Three kinds of op in a traced NeMo encoder only copy:
 
 * ``aten.dropout`` in eval mode (``train=False``): the identity, which ``to_edge`` decomposes into a ``clone``. Each
-  of the encoder's feed-forward modules has one on its [T, 4096] hidden values: at v3's size and a 60 s bound an
-  12 MB copy, two of them alive at once in the feed-forward's delegate, which sized XNNPACK's workspace.
+  of the encoder's feed-forward modules has one on its [T, 4096] hidden values: at v3's size and a 60 s bound a
+  12 MB copy inside the feed-forward's delegate, beside the activation's own values.
 * a ``transpose`` of a ``transpose`` over the same two axes: the input again, but two copies on XNNPACK (it runs each
   transpose as a copy; a view stays a view only on the portable kernels). The subsampling's output is transposed
   to [B, C, T, F'] (NeMo's ``MaskedConvSequential`` returns it so) and straight back by ``ConvSubsampling``'s
   ``x.transpose(1, 2).reshape(b, t, -1)``: two [T, 4096] copies.
-
 * a ``view`` or ``reshape`` to the shape its input already has (the quantized linears reshape their 2-D output
   to the input's leading dims, which on rows are the same): a copy into a new value on XNNPACK.
 

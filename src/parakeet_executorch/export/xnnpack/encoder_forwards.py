@@ -61,8 +61,8 @@ graph level is :mod:`.view_rewrites`.
    ``ConformerFeedForward`` -> the same two linears and activation on the [B T, d_model] rows.
        Traced on [1, T, d], the quantized linears (custom ops outside XNNPACK, 2-D in and out) leave a reshape of
        their [T, 4096] output to [1, T, 4096] before the activation and one back after it; XNNPACK runs each as a
-       copy into a value of its own, and those [T, 4096] copies (12 MB apiece at v3's size and a 60 s bound) sized
-       its shared workspace. On rows the activation reads the linear's output as it is; only the [T, d_model]
+       copy into a value of its own (12 MB apiece at v3's size and a 60 s bound, in its shared workspace). On rows
+       the activation reads the linear's output as it is; only the [T, d_model]
        input and output are reshaped. Each output row depends only on its own input row, so the values are the same.
 
    ``MaskedConvSequential`` (the subsampling's masked conv stack) -> the time mask as a [B, 1, T, 1] float that

@@ -115,7 +115,7 @@ def chunked_masked_conv_forward(self, x: torch.Tensor, lengths: torch.Tensor, ch
         chunks: the chunk count n, fixed at export (:func:`chunk_count`).
         project: None, or ``ConvSubsampling.out`` (a linear from C F' to d_model): then each chunk's masked frames
             are flattened to [B, c, C F'] and projected before the chunks are joined, as
-            :func:`chunked_subsampling_forward` needs.
+            :func:`projected_subsampling_forward` needs.
 
     Returns:
         ([B, C, L, F'] float, [B] int64 valid output frames), the same values as NeMo's forward; with ``project``,
@@ -227,7 +227,7 @@ def projected_subsampling_forward(self, x: torch.Tensor, lengths: torch.Tensor):
 def splits_at(pre_encode: torch.nn.Module, max_feature_frames: int) -> bool:
     """True when NeMo's ``ConvSubsampling.forward`` would split a [1, max_feature_frames, F] input by batch or channel
     (its ``subsampling_conv_chunking_factor``: always for a factor above 1, past 2**31 elements per convolution for
-    1), so that :func:`chunked_subsampling_forward`, which never splits, must not stand in for it."""
+    1), so that :func:`projected_subsampling_forward`, which never splits, must not stand in for it."""
     factor = getattr(pre_encode, "subsampling_conv_chunking_factor", -1)
     if factor == -1:
         return False
