@@ -132,17 +132,19 @@ def test_subsampling_is_chunked_at_the_bound(nemo_model, tiny_meta, encoder_prog
     assert len(convs) == chunks * len(outputs)
 
 
+def _delegate_graphs(lowered_encoder):
+    gm = lowered_encoder.exported_program("encoder").graph_module
+    return [child.original_module.graph for name, child in gm.named_children() if name.startswith("lowered_module")]
+
+
 def test_subsampling_chunks_run_one_after_another(nemo_model, lowered_encoder):
     """Inside the delegate, each chunk's convolutions run before the next chunk's (so XNNPACK frees one chunk's
     values before the next one's are made): the output lengths of the 2-D convolutions, in the delegate's order,
     repeat one chunk's pattern, where a breadth-first order would list every chunk's first convolution first."""
-    gm = lowered_encoder.exported_program("encoder").graph_module
-    for name, child in gm.named_children():
-        if not name.startswith("lowered_module"):
-            continue
+    for graph in _delegate_graphs(lowered_encoder):
         times = [
             str(n.meta["val"].shape[2])
-            for n in child.original_module.graph.nodes
+            for n in graph.nodes
             if n.op == "call_function" and "convolution" in str(n.target) and n.meta["val"].dim() == 4
         ]
         if times:
@@ -393,11 +395,6 @@ def test_position_table_lowers_without_more_delegates_and_matches_nemo(
     assert (out - ref).abs().max().item() < 1e-4
 
 
-def _delegate_graphs(lowered_encoder):
-    gm = lowered_encoder.exported_program("encoder").graph_module
-    return [child.original_module.graph for name, child in gm.named_children() if name.startswith("lowered_module")]
-
-
 def test_the_graph_lowered_copies_no_contiguous_value(encoder_programs):
     """The encoder graph handed to the XNNPACK partitioner (after ``partitioners("xnnpack")``: graph_cleanup.py and
     ``rewrite_views``) has no eval dropout and no clone of a contiguous value: each would be a copy into a value of
@@ -415,9 +412,9 @@ def test_the_graph_lowered_copies_no_contiguous_value(encoder_programs):
         if node.op != "call_function":
             continue
         assert node.target is not torch.ops.aten.dropout.default, node.name
-        if node.target is torch.ops.aten.clone.default and node.args[0].meta["val"].is_floating_point():
+        source = node.args[0].meta["val"] if node.target is torch.ops.aten.clone.default else None
+        if source is not None and source.is_floating_point():
             clones += 1
-            source = node.args[0].meta["val"]
             assert not is_contiguous_or_false(source), (node.name, source.shape, source.stride())
     assert clones > 0  # the conv modules' transposed outputs are reshaped: those clones are real
 
