@@ -48,6 +48,37 @@ def test_chunks_give_nemos_exact_numbers(nemo_model, chunks):
         assert torch.equal(out, ref), (frames, chunks, (out - ref).abs().max().item())
 
 
+@pytest.mark.parametrize("chunks", [2, 5])
+def test_chunks_with_the_first_convolution_as_a_gemm_give_nemos_numbers(nemo_model, chunks):
+    """With the first convolution's taps weight registered (as the export does), the chunked stack gives NeMo's
+    outputs to float rounding (the GEMM sums the taps in its own order) and the same lengths."""
+    from parakeet_executorch.export.xnnpack.subsampling_chunks import (
+        TAPS_WEIGHT,
+        chunked_masked_conv_forward,
+        taps_weight,
+    )
+
+    stack = nemo_model.encoder.pre_encode.conv
+    bins = nemo_model.encoder._feat_in
+    first = stack[0]
+    weight = taps_weight(first)
+    assert weight is not None and all(taps_weight(layer) is None for layer in list(stack)[1:])
+    first.register_buffer(TAPS_WEIGHT, weight)
+    try:
+        torch.manual_seed(chunks)
+        for frames in (1, 9, 40, 333):
+            x = torch.randn(2, frames, bins)
+            lengths = torch.tensor([frames, max(1, frames - 6)])
+            x[1, int(lengths[1]) :] = 3.0
+            with torch.no_grad():
+                ref, ref_len = stack(x, lengths)
+                out, out_len = chunked_masked_conv_forward(stack, x, lengths, chunks=chunks)
+            assert torch.equal(out_len, ref_len), (frames, chunks)
+            torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+    finally:
+        del first._buffers[TAPS_WEIGHT]
+
+
 def test_chunk_count_follows_the_largest_convolution_output(nemo_model):
     """One pass while every convolution output fits the byte budget; past it, enough chunks that the largest one
     (measured on NeMo's own forward) is split into pieces of at most the budget."""

@@ -27,7 +27,12 @@ graph level is :mod:`.view_rewrites`.
        the graph (one per query block, below).
        Given the export's longest input, the attention is computed in query blocks (``attention_blocks.py``), so
        that neither XNNPACK's workspace nor the memory plan is sized by a whole layer's [heads, T, 2T-1] product at
-       the bound.
+       the bound. Then, for the memory plan's sake (its fullest instruction is inside a block): each layer slices
+       its relative positions from ``pos_enc.pe`` itself (the rows ``RelPositionalEncoding.forward`` gives every
+       layer), so that no [2T - 1, d_model] value stays alive from the first layer to the last, and projects them
+       before its queries, keys and values exist; and the keys' and values' layouts are made in a delegate of
+       their own before the first block (a zero-valued term links them into the queries), so that the linears'
+       outputs are freed before the blocks' values are made.
        Masking: ``masked_fill(mask, -10000)`` then softmax then ``masked_fill(mask, 0)`` -> ``scores + fill`` then
        softmax, with float ``fill = mask * -10000`` made once per mask tensor (XNNPACK has no ``where``). Each mask,
        broadcast over the heads, costs a pass over [heads, T, T]; the two multiplies that NeMo's fills would need
@@ -88,11 +93,13 @@ import torch.nn.functional as F
 from ..pointwise import GluInputLinear, PointwiseLinear
 from .attention_blocks import blocked_attention_context, encoder_frames, query_block_count
 from .subsampling_chunks import (
+    TAPS_WEIGHT,
     chunk_count,
     chunkable,
     chunked_masked_conv_forward,
     projected_subsampling_forward,
     splits_at,
+    taps_weight,
 )
 
 _INF_FILL = -10000.0  # NeMo's INF_VAL in multi_head_attention.py
@@ -166,15 +173,35 @@ def _position_table(pos_enc, attention, front: int = 0) -> torch.Tensor:
     return F.pad(table, (front, 0)).contiguous()
 
 
+def _slices_own_positions(pos_enc) -> bool:
+    """Whether an attention layer may slice its relative positions from ``pos_enc.pe`` itself, as
+    ``RelPositionalEncoding.forward`` (embedding.py) does without a cache: an eval-mode ``RelPositionalEncoding``
+    (its ``dropout_emb`` is then the identity)."""
+    return pos_enc is not None and type(pos_enc).__name__ == "RelPositionalEncoding" and not pos_enc.training
+
+
+def _zero_link(values: tuple[torch.Tensor, ...]) -> torch.Tensor:
+    """[1, heads, 1] zeros computed from ``values`` (3-D, [heads, a, b] each; finite), to add to [T, heads, d_k]
+    queries so that they are made after ``values`` (``mean`` of a 4-D view because XNNPACK's reduces the two inner
+    dims of a 4-D tensor). The ``squeeze`` stays a portable op on a [1, heads, 1, 1] value: with a ``view``, which
+    XNNPACK takes, the partitioner joined the link and the queries' add into the keys' delegate, and the memory
+    plan came out 2.9 MiB larger at v3's width and a 60 s bound (40.8 against 37.9 MiB, the same values alive at its
+    fullest instruction: the planner packs them differently)."""
+    means = [(value.unsqueeze(0) * 0.0).mean(dim=(2, 3), keepdim=True) for value in values]
+    return functools.reduce(torch.add, means).squeeze(0).transpose(0, 1)
+
+
 def _position_columns(attention, pos_enc, pos_emb, length: int, blocks: int):
-    """``(start, c)`` -> [H, d_k, length + c - 1]: columns ``[start, start + length + c - 1)`` of the relative
-    positions' projection for ``length`` frames (positions length-1 .. -(length-1), as
-    ``RelPositionalEncoding.forward`` slices ``pe`` with cache_len 0) after ``blocks - 1`` zero columns.
+    """(``columns``, ``window``): ``columns`` maps ``(start, c)`` -> [H, d_k, length + c - 1], columns
+    ``[start, start + length + c - 1)`` of the relative positions' projection for ``length`` frames (positions
+    length-1 .. -(length-1), as ``RelPositionalEncoding.forward`` slices ``pe`` with cache_len 0) after
+    ``blocks - 1`` zero columns.
 
     From the precomputed table when there is one and it was made for this ``pe`` (``pe``'s rows are a function of
     its length alone, NeMo's ``extend_pe`` and ``program._fit_relative_positions`` alike, so equal lengths mean equal
     rows; identity cannot be checked: ``torch.export`` swaps buffers for fake tensors while tracing); else
-    ``linear_pos(pos_emb)`` at run time."""
+    ``linear_pos(pos_emb)`` at run time, laid out as ``window`` ([H, d_k, front + 2 length - 1]; None with a
+    table)."""
     table = getattr(attention, "_xnn_pos_table", None)
     front = blocks - 1
     if table is not None and pos_enc is not None and pos_enc.pe.size(1) + front == table.size(-1):
@@ -183,8 +210,17 @@ def _position_columns(attention, pos_enc, pos_emb, length: int, blocks: int):
         def from_table(start, c):
             return table[:, :, first + start : first + start + length + c - 1]
 
-        return from_table
+        return from_table, None
     h, d_k = attention.h, attention.d_k
+    if _slices_own_positions(pos_enc):
+        # The same rows as ``pos_emb``, sliced again in each layer: the encoder's one ``pos_emb`` would stay alive
+        # from the first layer to the last ([2T - 1, d_model], 6 MB at v3's size and a 60 s bound, held at the
+        # memory plan's fullest instruction inside every attention), while a layer's own slice dies at its
+        # ``linear_pos``.
+        first = pos_enc.pe.size(1) // 2 + 1 - length
+        # [2T - 1, d_model] by a portable select: a reshape of the [1, 2T - 1, d_model] slice would be taken into
+        # the next XNNPACK delegate, which then runs after the queries', keys' and values' linears.
+        pos_emb = pos_enc.pe[:, first : first + 2 * length - 1][0]
     window = attention.linear_pos(pos_emb).view(-1, h, d_k).permute(1, 2, 0)  # [H, d_k, 2 length - 1]
     if front:
         window = F.pad(window, (front, 0))
@@ -192,7 +228,7 @@ def _position_columns(attention, pos_enc, pos_emb, length: int, blocks: int):
     def from_window(start, c):
         return window if blocks == 1 else window[:, :, start : start + length + c - 1]
 
-    return from_window
+    return from_window, window
 
 
 def _make_attention_forward(masks: _MaskCache, original, pos_enc=None, blocks: int = 1):
@@ -201,9 +237,19 @@ def _make_attention_forward(masks: _MaskCache, original, pos_enc=None, blocks: i
             return original(query, key, value, mask, pos_emb=pos_emb, cache=cache)
         h, d_k = self.h, self.d_k
         frames = query.size(1)
+        # The positions first: their [2T - 1, d_model] values are made and freed before the queries, keys and
+        # values exist.
+        columns, _ = _position_columns(self, pos_enc, pos_emb, frames, blocks)
         q = self.linear_q(query).view(-1, h, d_k)  # [T, H, d_k]
         k = self.linear_k(key).view(-1, h, d_k)
         v = self.linear_v(value).view(-1, h, d_k)
+        k_t, v_h = k.permute(1, 2, 0), v.transpose(0, 1)  # [H, d_k, T], [H, T, d_k]
+        if blocks > 1:
+            # The queries (before their padding, a portable op) depend on the keys' and values' layouts, so that
+            # those are made in a delegate of their own, before the first block: otherwise the partitioner puts
+            # them in the first block's delegate, which then holds the linears' outputs and their layouts, both,
+            # beside the block's products (the memory plan's fullest instruction).
+            q = q + _zero_link((k_t, v_h))
         fill_block = None
         if mask is not None:
             fill = masks.fill(mask, q.dtype)  # [1, T, T] broadcasts over heads
@@ -212,9 +258,9 @@ def _make_attention_forward(masks: _MaskCache, original, pos_enc=None, blocks: i
             q,
             self.pos_bias_u,
             self.pos_bias_v,
-            k.permute(1, 2, 0),
-            v.transpose(0, 1),
-            _position_columns(self, pos_enc, pos_emb, frames, blocks),
+            k_t,
+            v_h,
+            columns,
             fill_block,
             self.s_d_k,
             blocks,
@@ -366,6 +412,12 @@ def xnnpack_friendly_encoder(
                 if max_feature_frames is not None and chunks_skipped is None:
                     chunks = chunk_count(mod, max_feature_frames, int(getattr(encoder, "_feat_in")))  # noqa: B009
                 if chunks > 1:
+                    for layer in mod:
+                        weight = taps_weight(layer)
+                        if weight is not None:
+                            layer_names: list[str] = []
+                            add_buffer(layer, TAPS_WEIGHT, weight, layer_names)
+                            patched.append((layer, layer_names))
                     project = _projection_for(encoder, mod, max_feature_frames)
                     forward = functools.partial(chunked_masked_conv_forward, chunks=chunks, project=project)
                     mod.forward = types.MethodType(forward, mod)  # type: ignore[method-assign]

@@ -22,6 +22,16 @@ which NeMo masks). Every output frame therefore reads the same numbers as
 in NeMo's single pass (bit-identical: the same products summed in the same order per output element); the
 chunks' outputs are concatenated and cut to L frames.
 
+The first convolution (one input channel) runs as a 1x1 convolution over its taps when the export registers its
+weight as [C_out, K_t K_f, 1, 1] (:data:`TAPS_WEIGHT`, :func:`taps_weight`): one strided read gathers each chunk's
+taps as K_t K_f input channels. XNNPACK's K_t x K_f convolution keeps an indirection buffer of one pointer per
+output position and tap (14.5 MB for this layer at v3's size and a 60 s bound, held for the life of the process);
+a 1x1 convolution runs as a plain GEMM and needs none. The products are the same, summed in the GEMM kernel's
+order (float rounding). Each
+chunk's input then depends on the previous chunk's output through a zero-valued term (:func:`_link`): without it
+the chunks are independent, and the partitioner put every chunk's first convolution output into one delegate, all alive
+at once.
+
 Only stacks of ``Conv2d`` layers with symmetric time padding and no dilation, and element-wise activations, are
 chunked (NeMo's ``dw_striding`` and ``striding``); anything else (a ``CausalConv2D``) keeps the single pass, and
 :func:`chunkable` says why.
@@ -101,6 +111,46 @@ def _window_keep(ramp: torch.Tensor, first_outside: torch.Tensor) -> torch.Tenso
     return torch.clamp(first_outside - ramp, 0.0, 1.0)
 
 
+TAPS_WEIGHT = "_xnn_taps_weight"
+
+
+def taps_weight(conv: torch.nn.Module) -> torch.Tensor | None:
+    """For a Conv2d with one input channel, its weight as a 1x1 convolution's over the taps, [C_out, K_t K_f, 1, 1]
+    (registered on it as ``TAPS_WEIGHT`` while the encoder is traced, so that XNNPACK sees a constant); None for any
+    other layer."""
+    if type(conv) is not torch.nn.Conv2d or conv.in_channels != 1 or conv.groups != 1:
+        return None
+    return conv.weight.detach().reshape(conv.out_channels, -1, 1, 1).clone()
+
+
+def _conv_no_time_padding(h: torch.Tensor, conv: torch.nn.Conv2d) -> torch.Tensor:
+    """``conv`` on h [B, C_in, T, F] with its frequency padding and no time padding: [B, C_out, T', F']. With its
+    ``TAPS_WEIGHT`` (one input channel), as a 1x1 convolution over the taps, which one strided read gathers as
+    [B, K_t K_f, T', F'] channels: XNNPACK runs a 1x1 convolution as a plain GEMM, with no indirection buffer, and
+    keeps it channels last like the convolutions that follow (a GEMM on [positions, taps] rows would need
+    transposes to and from channels first around it, each a copy of the layer's output)."""
+    pad = _frequency_padding(conv)
+    weight = getattr(conv, TAPS_WEIGHT, None)
+    if weight is None or conv.in_channels != 1 or conv.groups != 1:
+        return F.conv2d(h, conv.weight, conv.bias, conv.stride, (0, pad), 1, conv.groups)
+    (kt, kf), (st, sf) = conv.kernel_size, conv.stride
+    x = (F.pad(h, (pad, pad)) if pad else h).contiguous()  # [B, 1, T, F + 2 pad]
+    batch, _, frames, bins = x.size()
+    t_out = (frames - kt) // st + 1
+    f_out = (bins - kf) // sf + 1
+    taps = x.as_strided(
+        (batch, kt, kf, t_out, f_out), (frames * bins, bins, 1, st * bins, sf), x.storage_offset()
+    ).reshape(batch, kt * kf, t_out, f_out)
+    return F.conv2d(taps, weight, conv.bias)
+
+
+def _link(previous: torch.Tensor) -> torch.Tensor:
+    """[B, 1, 1, 1] zeros computed from ``previous`` (a chunk's output, [B, c, ...]), so that the next chunk's input
+    depends on it and the partitioner keeps the chunks in separate, successive delegates."""
+    flat = previous.reshape(previous.size(0), 1, previous.size(1), -1)
+    return (flat * 0.0).mean(dim=(2, 3), keepdim=True)
+
+
 def chunked_masked_conv_forward(self, x: torch.Tensor, lengths: torch.Tensor, chunks: int, project=None):
     """NeMo's ``MaskedConvSequential.forward`` (subsampling.py) in ``chunks`` time chunks (module docstring).
 
@@ -172,17 +222,16 @@ def chunked_masked_conv_forward(self, x: torch.Tensor, lengths: torch.Tensor, ch
         mask = _window_keep(ramp, end)
         return mask * front if k == 0 and front is not None else mask
 
-    outputs = []
+    outputs: list[torch.Tensor] = []
     for k in range(chunks):
         start0 = scale0 * k * per_chunk + offset0
         h = padded[:, :, start0 + before : start0 + before + length0]
+        if outputs and any(getattr(layer, TAPS_WEIGHT, None) is not None for layer in self):
+            h = h + _link(outputs[-1])
         for level, (layer, (kernel, _, _)) in enumerate(zip(self, geometry)):
             if kernel > 1:
                 h = h * keep(level, k)
-            if type(layer) is torch.nn.Conv2d:
-                h = F.conv2d(h, layer.weight, layer.bias, layer.stride, (0, _frequency_padding(layer)), 1, layer.groups)
-            else:
-                h = layer(h)
+            h = _conv_no_time_padding(h, layer) if type(layer) is torch.nn.Conv2d else layer(h)
         if project is not None:
             # The output mask of this chunk's frames (NeMo masks the whole output), then the frames flattened as
             # ConvSubsampling flattens them and projected: each output frame of the linear reads only its own frame.
