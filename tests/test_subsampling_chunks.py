@@ -26,6 +26,15 @@ def _conv_outputs_bytes(stack, frames: int, bins: int) -> list[int]:
     return sizes
 
 
+def _two_rows(frames: int, bins: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """[2, frames, bins] random features and their [2] lengths: the second row 6 frames shorter (at least 1), its
+    padding 3.0 rather than zero, so that a frame read from outside the valid window would show."""
+    x = torch.randn(2, frames, bins)
+    lengths = torch.tensor([frames, max(1, frames - 6)])
+    x[1, int(lengths[1]) :] = 3.0
+    return x, lengths
+
+
 @pytest.mark.parametrize("chunks", [1, 2, 3, 5, 8])
 def test_chunks_give_nemos_exact_numbers(nemo_model, chunks):
     """Bit-identical outputs and valid lengths against NeMo's ``MaskedConvSequential.forward`` for every length from
@@ -37,9 +46,7 @@ def test_chunks_give_nemos_exact_numbers(nemo_model, chunks):
     bins = nemo_model.encoder._feat_in
     torch.manual_seed(chunks)
     for frames in (1, 2, 3, 7, 8, 9, 16, 17, 40, 101, 333):
-        x = torch.randn(2, frames, bins)
-        lengths = torch.tensor([frames, max(1, frames - 6)])
-        x[1, int(lengths[1]) :] = 3.0
+        x, lengths = _two_rows(frames, bins)
         with torch.no_grad():
             ref, ref_len = stack(x, lengths)
             out, out_len = chunked_masked_conv_forward(stack, x, lengths, chunks=chunks)
@@ -49,9 +56,10 @@ def test_chunks_give_nemos_exact_numbers(nemo_model, chunks):
 
 
 @pytest.mark.parametrize("chunks", [2, 5])
-def test_chunks_with_the_first_convolution_as_a_gemm_give_nemos_numbers(nemo_model, chunks):
-    """With the first convolution's taps weight registered (as the export does), the chunked stack gives NeMo's
-    outputs to float rounding (the GEMM sums the taps in its own order) and the same lengths."""
+def test_chunks_with_the_first_convolution_over_its_taps_give_nemos_numbers(nemo_model, chunks):
+    """With the first convolution's taps weight registered (as the export does: a 1x1 convolution over its taps),
+    the chunked stack gives NeMo's outputs to float rounding (its GEMM sums the taps in its own order) and the same
+    lengths."""
     from parakeet_executorch.export.xnnpack.subsampling_chunks import (
         TAPS_WEIGHT,
         chunked_masked_conv_forward,
@@ -67,9 +75,7 @@ def test_chunks_with_the_first_convolution_as_a_gemm_give_nemos_numbers(nemo_mod
     try:
         torch.manual_seed(chunks)
         for frames in (1, 9, 40, 333):
-            x = torch.randn(2, frames, bins)
-            lengths = torch.tensor([frames, max(1, frames - 6)])
-            x[1, int(lengths[1]) :] = 3.0
+            x, lengths = _two_rows(frames, bins)
             with torch.no_grad():
                 ref, ref_len = stack(x, lengths)
                 out, out_len = chunked_masked_conv_forward(stack, x, lengths, chunks=chunks)
