@@ -192,16 +192,14 @@ def _zero_link(values: tuple[torch.Tensor, ...]) -> torch.Tensor:
 
 
 def _position_columns(attention, pos_enc, pos_emb, length: int, blocks: int):
-    """(``columns``, ``window``): ``columns`` maps ``(start, c)`` -> [H, d_k, length + c - 1], columns
-    ``[start, start + length + c - 1)`` of the relative positions' projection for ``length`` frames (positions
-    length-1 .. -(length-1), as ``RelPositionalEncoding.forward`` slices ``pe`` with cache_len 0) after
-    ``blocks - 1`` zero columns.
+    """``(start, c)`` -> [H, d_k, length + c - 1]: columns ``[start, start + length + c - 1)`` of the relative
+    positions' projection for ``length`` frames (positions length-1 .. -(length-1), as
+    ``RelPositionalEncoding.forward`` slices ``pe`` with cache_len 0) after ``blocks - 1`` zero columns.
 
     From the precomputed table when there is one and it was made for this ``pe`` (``pe``'s rows are a function of
     its length alone, NeMo's ``extend_pe`` and ``program._fit_relative_positions`` alike, so equal lengths mean equal
     rows; identity cannot be checked: ``torch.export`` swaps buffers for fake tensors while tracing); else
-    ``linear_pos(pos_emb)`` at run time, laid out as ``window`` ([H, d_k, front + 2 length - 1]; None with a
-    table)."""
+    ``linear_pos(pos_emb)`` at run time (of the layer's own slice of ``pe`` where it may take one)."""
     table = getattr(attention, "_xnn_pos_table", None)
     front = blocks - 1
     if table is not None and pos_enc is not None and pos_enc.pe.size(1) + front == table.size(-1):
@@ -210,7 +208,7 @@ def _position_columns(attention, pos_enc, pos_emb, length: int, blocks: int):
         def from_table(start, c):
             return table[:, :, first + start : first + start + length + c - 1]
 
-        return from_table, None
+        return from_table
     h, d_k = attention.h, attention.d_k
     if _slices_own_positions(pos_enc):
         # The same rows as ``pos_emb``, sliced again in each layer: the encoder's one ``pos_emb`` would stay alive
@@ -228,7 +226,7 @@ def _position_columns(attention, pos_enc, pos_emb, length: int, blocks: int):
     def from_window(start, c):
         return window if blocks == 1 else window[:, :, start : start + length + c - 1]
 
-    return from_window, window
+    return from_window
 
 
 def _make_attention_forward(masks: _MaskCache, original, pos_enc=None, blocks: int = 1):
@@ -239,7 +237,7 @@ def _make_attention_forward(masks: _MaskCache, original, pos_enc=None, blocks: i
         frames = query.size(1)
         # The positions first: their [2T - 1, d_model] values are made and freed before the queries, keys and
         # values exist.
-        columns, _ = _position_columns(self, pos_enc, pos_emb, frames, blocks)
+        columns = _position_columns(self, pos_enc, pos_emb, frames, blocks)
         q = self.linear_q(query).view(-1, h, d_k)  # [T, H, d_k]
         k = self.linear_k(key).view(-1, h, d_k)
         v = self.linear_v(value).view(-1, h, d_k)

@@ -27,10 +27,9 @@ weight as [C_out, K_t K_f, 1, 1] (:data:`TAPS_WEIGHT`, :func:`taps_weight`): one
 taps as K_t K_f input channels. XNNPACK's K_t x K_f convolution keeps an indirection buffer of one pointer per
 output position and tap (14.5 MB for this layer at v3's size and a 60 s bound, held for the life of the process);
 a 1x1 convolution runs as a plain GEMM and needs none. The products are the same, summed in the GEMM kernel's
-order (float rounding). Each
-chunk's input then depends on the previous chunk's output through a zero-valued term (:func:`_link`): without it
-the chunks are independent, and the partitioner put every chunk's first convolution output into one delegate, all alive
-at once.
+order (float rounding). Each chunk's input then depends on the previous chunk's output through a zero-valued term
+(:func:`_link`): without it the chunks are independent, and the partitioner put every chunk's first convolution
+output into one delegate, all alive at once.
 
 Only stacks of ``Conv2d`` layers with symmetric time padding and no dilation, and element-wise activations, are
 chunked (NeMo's ``dw_striding`` and ``striding``); anything else (a ``CausalConv2D``) keeps the single pass, and
