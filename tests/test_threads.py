@@ -19,7 +19,7 @@ def test_threads_resizes_the_pool_for_the_run_and_restores_it(exported_xnnpack, 
     default = capsys.readouterr()
     assert transcribe_main(["--model", pte, "--format", "json", "--threads", str(threads), str(jfk_path)]) == 0
     got = capsys.readouterr()
-    assert re.search(rf"load: [0-9.]+ s, {threads} CPU threads\n", got.err), got.err
+    assert re.search(rf"load: [0-9.]+ s, {threads} CPU threads, (native|pybind) runtime\n", got.err), got.err
     assert json.loads(got.out) == json.loads(default.out)
     assert cpu_threads() == before  # main() called in-process leaves the pool as it found it
 

@@ -56,3 +56,15 @@ cmake -S examples/parakeet -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PR
   -DPARAKEET_EXTRA_KERNEL_LIBRARIES="$LOWBIT_LIB" "${extra_args[@]}"
 cmake --build "$BUILD_DIR" -j "$JOBS"
 echo "built $BUILD_DIR/parakeet_runner"
+# The Python runner's native runtime (--runtime native) looks for its library in the package it runs from: copied
+# there, so an editable install finds it (PARAKEET_NATIVE_LIB names any other build).
+NATIVE_LIB=""
+for f in "$BUILD_DIR"/libparakeet_pte_c.so "$BUILD_DIR"/libparakeet_pte_c.dylib; do [[ -f "$f" ]] && NATIVE_LIB="$f"; done
+[[ -n "$NATIVE_LIB" ]] || die "the native runtime library was not built in $BUILD_DIR"
+PKG_RUNTIME="$("$PYTHON" -c 'import importlib.util as u, os; print(os.path.dirname(u.find_spec("parakeet_executorch.runtime").origin))' 2>/dev/null)" || PKG_RUNTIME=""
+if [[ -n "$PKG_RUNTIME" && -w "$PKG_RUNTIME" ]]; then
+  mkdir -p "$PKG_RUNTIME/lib" && cp "$NATIVE_LIB" "$PKG_RUNTIME/lib/"
+  echo "installed $NATIVE_LIB into $PKG_RUNTIME/lib (the Python runner's --runtime native)"
+else
+  echo "built $NATIVE_LIB; parakeet_executorch is not installed here: set PARAKEET_NATIVE_LIB to use it"
+fi

@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     from .audio import AudioError
     from .runtime.cli import load_transcriber, transcribe_files
     from .runtime.formats import render
-    from .runtime.pte_model import PteModelError
+    from .runtime.pte_checks import PteModelError
     from .tokenizer import TokenizerError
 
     # One load and one transcription, reused by both checks.

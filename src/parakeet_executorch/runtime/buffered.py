@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..decoding.tdt_greedy import DecodedToken, TdtDecoderState
-from .pte_model import PteModelError
+from .pte_checks import PteModelError
 from .single_pass import SinglePassTranscriber, Transcript
 
 

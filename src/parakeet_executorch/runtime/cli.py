@@ -23,6 +23,7 @@ from ..library_log import VERBOSE_HELP, quiet_cli
 from .cli_warnings import PROG, printed_warnings
 from .formats import LEVELS
 from .longform import FILE_CONTEXT, LIVE_CONTEXT, LongFormOptions, transcribe_file
+from .pte_runtime import RUNTIMES, resolve_runtime
 from .threads import MAX_THREADS, cpu_threads
 
 
@@ -71,6 +72,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="N",
         help="CPU threads for the model (ExecuTorch's thread pool; default: one per core)",
+    )
+    p.add_argument(
+        "--runtime",
+        choices=RUNTIMES,
+        default="auto",
+        help="native: the C interface over ExecuTorch's runtime, built with the C++ runner (no torch in the "
+        "process, ~370 MiB less); pybind: ExecuTorch's Python bindings; auto (default): native where it is built",
     )
     p.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     m = p.add_argument_group("manifest mode (a corpus, resumable)")
@@ -169,7 +177,7 @@ def transcribe_files(
     """
     from ..audio import AudioError
     from .formats import Failure
-    from .pte_model import PteModelError
+    from .pte_checks import PteModelError
 
     if repeat < 1:
         raise ValueError(f"repeat must be at least 1, not {repeat}")
@@ -224,21 +232,30 @@ def _figures(timings: dict, audio_seconds: float, wall: float) -> str:
     return f"{stages}; wall: {wall:.3f} s; RTFx {rtfx:.1f}"
 
 
-def load_transcriber(model: str | Path, tokenizer: str | Path | None = None, *, check_fingerprint: bool = True):
+def load_transcriber(
+    model: str | Path,
+    tokenizer: str | Path | None = None,
+    *,
+    check_fingerprint: bool = True,
+    runtime: str = "auto",
+):
     """A ``Transcriber`` over ``model`` (a .pte) and ``tokenizer`` (default: ``tokenizer.model`` next to it), warmed
-    up (``SinglePassTranscriber.warm_up``); prints the load time, warm-up included, to stderr. Raises
-    ``PteModelError`` / ``TokenizerError`` naming the file at fault."""
+    up (``SinglePassTranscriber.warm_up``), on ``runtime`` (``pte_runtime.RUNTIMES``); prints the load time, warm-up
+    included, the thread count and the runtime to stderr. Raises ``PteModelError`` / ``TokenizerError`` naming the
+    file at fault."""
     from ..tokenizer import Tokenizer
-    from .pte_model import PteModel
+    from .pte_runtime import load_pte, runtime_name
     from .transcribe import Transcriber
 
     tokenizer_path = Path(tokenizer) if tokenizer else Path(model).with_name("tokenizer.model")
     t0 = time.perf_counter()
     with printed_warnings():
-        transcriber = Transcriber(PteModel(model), Tokenizer(tokenizer_path), check_fingerprint=check_fingerprint)
+        pte = load_pte(model, runtime)
+        transcriber = Transcriber(pte, Tokenizer(tokenizer_path), check_fingerprint=check_fingerprint)
         transcriber.warm_up()  # the runtime's first-call cost belongs to loading, not to the first file's timing
-    threads = cpu_threads()
-    print(f"load: {time.perf_counter() - t0:.3f} s" + (f", {threads} CPU threads" if threads else ""), file=sys.stderr)
+    threads = cpu_threads(runtime_name(pte))
+    figures = f"load: {time.perf_counter() - t0:.3f} s" + (f", {threads} CPU threads" if threads else "")
+    print(f"{figures}, {runtime_name(pte)} runtime", file=sys.stderr)
     return transcriber
 
 
@@ -293,41 +310,50 @@ def main(argv: list[str] | None = None) -> int:
         from .manifest_cli import run_manifest
 
         return run_manifest(args, options, non_finite)
-    import torch
-
-    # All model computation runs on ExecuTorch's thread pool; torch only wraps the inputs and outputs. With more
-    # intra-op threads, torch's OpenMP workers spin after each input copy and take a core from ExecuTorch's pool
-    # (2 cores: a 625 x 1024 x 1024 linear in an XNNPACK .pte takes 10.2 ms beside them, 6.4 ms without).
-    torch_threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+    # All model computation runs on ExecuTorch's thread pool; under pybind torch only wraps the inputs and outputs.
+    # With more intra-op threads, torch's OpenMP workers spin after each input copy and take a core from
+    # ExecuTorch's pool (2 cores: a 625 x 1024 x 1024 linear in an XNNPACK .pte takes 10.2 ms beside them, 6.4 ms
+    # without). The native runtime never imports torch.
+    runtime = resolve_runtime(args.runtime)
+    torch_threads = _torch_threads(1) if runtime == "pybind" else None
     from .threads import ThreadsError, set_cpu_threads
 
-    pool_threads = cpu_threads() if args.threads is not None else None
+    pool_threads = cpu_threads(runtime) if args.threads is not None else None
     try:
         if args.threads is not None:
-            set_cpu_threads(args.threads)
+            set_cpu_threads(args.threads, runtime)
         return _transcribe(args, options, non_finite, live)
     except ThreadsError as exc:
         print(f"{PROG}: error: --threads: {exc}", file=sys.stderr)
         return 2
     finally:
         # main() called in-process leaves torch, and ExecuTorch's pool, as it found them
-        torch.set_num_threads(torch_threads)
+        if torch_threads is not None:
+            _torch_threads(torch_threads)
         if pool_threads is not None:
-            set_cpu_threads(pool_threads)
+            set_cpu_threads(pool_threads, runtime)
+
+
+def _torch_threads(threads: int) -> int:
+    """Set torch's intra-op thread count; returns the count it had."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    return before
 
 
 def _transcribe(args, options: LongFormOptions, non_finite: str, live: bool) -> int:
     from ..audio import AudioError
     from ..tokenizer import TokenizerError
     from .formats import Failure, render
-    from .pte_model import PteModelError
+    from .pte_checks import PteModelError
 
     args.format = args.format or "txt"
     timestamps = args.timestamps or ("all" if args.format in ("json", "jsonl") else "none")
     try:
         transcriber = load_transcriber(
-            args.model, args.tokenizer, check_fingerprint=not args.ignore_tokenizer_fingerprint
+            args.model, args.tokenizer, check_fingerprint=not args.ignore_tokenizer_fingerprint, runtime=args.runtime
         )
         if live:
             from .live import run_live

@@ -31,7 +31,7 @@ def run_manifest(args, options: LongFormOptions, non_finite: str) -> int:
     """``--manifest``: transcribe a JSONL manifest into ``--output`` (``manifest.transcribe_manifest``)."""
     from ..tokenizer import TokenizerError
     from .manifest import Interrupted, ManifestError, ManifestOptions, WorkerError, transcribe_manifest
-    from .pte_model import PteModelError
+    from .pte_checks import PteModelError
 
     manifest_options = ManifestOptions(
         workers=args.workers,

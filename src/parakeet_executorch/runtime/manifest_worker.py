@@ -41,7 +41,7 @@ def transcribe_entry(
     file, for audio that cannot be read or decoded (missing, undecodable, NaN/Inf) or a model failure on it."""
     from ..audio import AudioError, AudioWarning
     from .longform import transcribe_file
-    from .pte_model import PteModelError
+    from .pte_checks import PteModelError
 
     path = entry.audio
     with warnings.catch_warnings(record=True) as caught:

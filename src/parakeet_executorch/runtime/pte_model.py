@@ -1,19 +1,17 @@
-"""An exported Parakeet TDT .pte loaded with ExecuTorch's Python runtime: its methods and metadata."""
+"""An exported Parakeet TDT .pte loaded with ExecuTorch's Python runtime (its pybindings, which bring torch): its
+methods and metadata. ``native_pte_model`` is the same interface without torch."""
 
 from __future__ import annotations
 
-import mmap
 from pathlib import Path
 
+import numpy as np
 import torch
 
-from ..pte_format import METADATA_METHODS, OPTIONAL_METADATA, REQUIRED_METHODS, ModelMetadata
+from ..pte_format import REQUIRED_METHODS
 from .et_errors import explain
+from .pte_checks import PteModelError, checked_pte_path, metadata_of, uses_lowbit_ops
 from .runtime_log import captured_runtime_log
-
-
-class PteModelError(RuntimeError):
-    """The .pte is missing, unreadable, lacks a required method, or was given input it does not support."""
 
 
 class PteModel:
@@ -29,10 +27,8 @@ class PteModel:
     def __init__(self, path: str | Path):
         from executorch.runtime import Runtime
 
-        path = Path(path)
-        if not path.is_file():
-            raise PteModelError(f"model file not found: {path}. Export one with parakeet-export.")
-        if _uses_lowbit_ops(path):
+        path = checked_pte_path(path)
+        if uses_lowbit_ops(path):
             from fpa_lowbit import executorch_kernels
 
             executorch_kernels.load()  # fpa4w programs call torchao::_linear_fp_act_*bit_weight.out
@@ -42,11 +38,7 @@ class PteModel:
             f"cannot load {path} as an ExecuTorch program",
             "; pass a model.pte written by parakeet-export",
         )
-        names = set(self._program.method_names)
-        missing = [m for m in REQUIRED_METHODS + METADATA_METHODS if m not in names and m not in OPTIONAL_METADATA]
-        if missing:
-            raise PteModelError(f"{path} lacks method(s) {', '.join(missing)}; re-export it with parakeet-export")
-        self.metadata = ModelMetadata(**{f: self._constant(f) for f in METADATA_METHODS if f in names})
+        self.metadata = metadata_of(path, set(self._program.method_names), self._constant)
         self._methods = {
             name: self._loaded(
                 lambda name=name: self._program.load_method(name),
@@ -86,10 +78,12 @@ class PteModel:
             return [int(v) for v in values]
         return values[0]
 
-    def preprocessor(self, audio: torch.Tensor, length: int) -> tuple[torch.Tensor, int]:
+    def preprocessor(self, audio: torch.Tensor | np.ndarray, length: int) -> tuple[torch.Tensor, int]:
         """Log-mel features of a hop-aligned waveform: float32 [S] -> ([1, F, T_mel], valid frames)."""
         features, feature_length = self._execute(
-            self._methods["preprocessor"], "preprocessor", [audio, torch.tensor([length], dtype=torch.int64)]
+            self._methods["preprocessor"],
+            "preprocessor",
+            [torch.as_tensor(audio), torch.tensor([length], dtype=torch.int64)],
         )
         return features, int(feature_length.item())
 
@@ -111,19 +105,10 @@ class PteModel:
 
     def joint(self, encoded_frame: torch.Tensor, prediction: torch.Tensor) -> tuple[int, int]:
         """Greedy joint step: ([1, 1, J], [1, 1, J]) -> (token id, duration index)."""
-        token, duration_index = self._execute(self._methods["joint"], "joint", [encoded_frame, prediction])
+        token, duration_index = self._execute(self._methods["joint"], "joint", [encoded_frame.contiguous(), prediction])
         return int(token.item()), int(duration_index.item())
 
     def initial_state(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Zero LSTM state (h, c), each float32 [layers, 1, hidden]."""
         shape = (self.metadata.num_lstm_layers, 1, self.metadata.pred_hidden)
         return torch.zeros(shape), torch.zeros(shape)
-
-
-def _uses_lowbit_ops(path: Path) -> bool:
-    # Operator names are stored as plain strings in the program's flatbuffer. Searched through a memory map so that
-    # a multi-GB .pte is not copied into memory just before the runtime loads it.
-    if path.stat().st_size == 0:
-        return False  # mmap refuses empty files; the runtime then reports the file as not a program
-    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-        return m.find(b"_linear_fp_act_") != -1

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from ..decoding.tdt_greedy import DecodedToken, TdtDecoderState, greedy_tdt_decode_chunk, initial_decoder_state
 from ..decoding.timestamps import (
@@ -23,7 +22,8 @@ from ..decoding.timestamps import (
     word_spans,
 )
 from ..tokenizer import Tokenizer
-from .pte_model import PteModel, PteModelError
+from .pte_checks import PteModelError
+from .pte_runtime import load_pte
 
 if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self from Python 3.11; the package supports 3.10
@@ -64,7 +64,7 @@ class SinglePassTranscriber:
     transcript (``runtime.transcribe.Transcriber`` adds files and audio of any length on top).
 
     Args:
-        model: the loaded .pte.
+        model: the loaded .pte (``pte_runtime.load_pte``: a ``NativePteModel`` or a ``PteModel``).
         tokenizer: its SentencePiece tokenizer.
         check_fingerprint: also require the tokenizer to be the one the model was exported with (its SHA-256 in
             the .pte's metadata); False skips that check, not the size check.
@@ -73,21 +73,30 @@ class SinglePassTranscriber:
     """
 
     @classmethod
-    def from_pte(cls, path: str | Path, tokenizer: str | Path | None = None, *, check_fingerprint: bool = True) -> Self:
+    def from_pte(
+        cls,
+        path: str | Path,
+        tokenizer: str | Path | None = None,
+        *,
+        check_fingerprint: bool = True,
+        runtime: str = "auto",
+    ) -> Self:
         """Load ``path`` (a ``model.pte`` written by ``parakeet-export``) and its tokenizer.
 
         Args:
             path: the .pte.
             tokenizer: its ``tokenizer.model`` (default: the one next to ``path``).
             check_fingerprint: see the class docstring.
+            runtime: ``pte_runtime.RUNTIMES``: ``native`` (no torch), ``pybind`` (ExecuTorch's Python bindings) or
+                ``auto`` (native where installed).
         Raises:
             PteModelError: the .pte is missing, not an ExecuTorch program, or lacks a method.
             TokenizerError: the tokenizer is missing, of another size, or another export's.
         """
         tokenizer_path = Path(tokenizer) if tokenizer else Path(path).with_name("tokenizer.model")
-        return cls(PteModel(path), Tokenizer(tokenizer_path), check_fingerprint=check_fingerprint)
+        return cls(load_pte(path, runtime), Tokenizer(tokenizer_path), check_fingerprint=check_fingerprint)
 
-    def __init__(self, model: PteModel, tokenizer: Tokenizer, *, check_fingerprint: bool = True):
+    def __init__(self, model, tokenizer: Tokenizer, *, check_fingerprint: bool = True):
         tokenizer.check_vocab(model.metadata.vocab_size)
         if check_fingerprint:
             tokenizer.check_fingerprint(model.metadata.tokenizer_sha256, str(model.path))
@@ -101,13 +110,14 @@ class SinglePassTranscriber:
         meta = self.model.metadata
         return meta.max_audio_samples / meta.sample_rate
 
-    def encode(self, audio: np.ndarray) -> tuple[torch.Tensor, int, dict]:
+    def encode(self, audio: np.ndarray) -> tuple:
         """Run ``preprocessor`` and ``encoder`` on one waveform.
 
         Args:
             audio: float32 [samples] at the model's sample rate, 1 .. ``max_audio_samples`` long.
         Returns:
-            (projected encoder frames float32 [1, T_enc, J], valid encoder frames, timings in seconds:
+            (projected encoder frames float32 [1, T_enc, J] (numpy, or torch under ``pybind``), valid encoder frames,
+            timings in seconds:
             preprocess, encode).
         Raises:
             AudioRangeError: the audio is longer than the .pte supports.
@@ -123,8 +133,8 @@ class SinglePassTranscriber:
         # The preprocessor takes a whole number of hops and at least its traced minimum; the zeros added here lie
         # past `length`, where NeMo's featurizer masks them out, exactly as batch padding in NeMo.
         padded = max(-(-n // meta.hop_length) * meta.hop_length, meta.min_audio_samples)
-        wave = torch.zeros(padded, dtype=torch.float32)
-        wave[:n] = torch.from_numpy(np.ascontiguousarray(audio, dtype=np.float32))
+        wave = np.zeros(padded, dtype=np.float32)
+        wave[:n] = audio
         t0 = time.perf_counter()
         features, feature_length = self.model.preprocessor(wave, n)
         t1 = time.perf_counter()
@@ -136,12 +146,12 @@ class SinglePassTranscriber:
         return initial_decoder_state(self.model.decoder_step, self.model.initial_state(), self.model.metadata.blank_id)
 
     def decode_frames(
-        self, encoded: torch.Tensor, first: int, count: int, state: TdtDecoderState
+        self, encoded, first: int, count: int, state: TdtDecoderState
     ) -> tuple[list[DecodedToken], TdtDecoderState]:
         """Greedy TDT decoding of encoder frames ``first .. first + count - 1`` of ``encoded`` ([1, T_enc, J]),
         continuing from ``state``; returns the tokens (absolute frames) and the state after them."""
         meta = self.model.metadata
-        frames = [encoded[:, t : t + 1, :].contiguous() for t in range(first, first + count)]
+        frames = [encoded[:, t : t + 1, :] for t in range(first, first + count)]
         return greedy_tdt_decode_chunk(
             count,
             joint=lambda t, prediction: self.model.joint(frames[t], prediction),

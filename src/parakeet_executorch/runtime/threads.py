@@ -3,10 +3,16 @@
 Every CPU method of a .pte runs on ExecuTorch's one thread pool: the XNNPACK delegates, the optimized portable
 kernels and fpa_lowbit's fpa4w kernels (which size their own pool by it). The pool starts with one thread per core
 of the machine. The C++ runner sets the same pool (``runner/cpu_threads.cpp``).
+
+There is one pool per process, whichever runtime created it (ExecuTorch's Python bindings and the native runtime
+load the same ``libexecutorch_threadpool``). Where the native runtime is installed it sets the pool, so that this
+module does not import the bindings, and with them torch (``runtime``: as ``pte_runtime.RUNTIMES``; pass the
+runtime the process runs its .pte on, so that it does not load the other one).
 """
 
 from __future__ import annotations
 
+from . import native_pte_model
 from .runtime_log import captured_runtime_log
 
 # More threads than this is a typo, not a machine: each one is an OS thread the pool starts at once.
@@ -17,8 +23,14 @@ class ThreadsError(RuntimeError):
     """The thread count cannot be set: a bad count, or an ExecuTorch without a resizable thread pool."""
 
 
-def cpu_threads() -> int | None:
+def _native(runtime: str) -> bool:
+    return runtime == "native" or (runtime == "auto" and native_pte_model.is_available())
+
+
+def cpu_threads(runtime: str = "auto") -> int | None:
     """ExecuTorch's thread-pool size now, or None when this ExecuTorch's Python bindings cannot report it."""
+    if _native(runtime):
+        return native_pte_model.native_cpu_threads() or None
     from executorch.extension.pybindings import portable_lib
 
     count = getattr(portable_lib, "_threadpool_get_thread_count", None)
@@ -30,7 +42,7 @@ def cpu_threads() -> int | None:
     return threads
 
 
-def set_cpu_threads(threads: int) -> None:
+def set_cpu_threads(threads: int, runtime: str = "auto") -> None:
     """Resize ExecuTorch's CPU thread pool to ``threads`` threads (ExecuTorch's
     ``extension/threadpool``'s ``_unsafe_reset_threadpool``).
 
@@ -42,6 +54,12 @@ def set_cpu_threads(threads: int) -> None:
     """
     if not 1 <= threads <= MAX_THREADS:
         raise ThreadsError(f"the thread count must be between 1 and {MAX_THREADS}, not {threads}")
+    if _native(runtime):
+        try:
+            native_pte_model.set_native_cpu_threads(threads)
+        except native_pte_model.NativeRuntimeError as exc:
+            raise ThreadsError(str(exc)) from None
+        return
     from executorch.extension.pybindings import portable_lib
 
     reset = getattr(portable_lib, "_unsafe_reset_threadpool", None)
@@ -51,7 +69,7 @@ def set_cpu_threads(threads: int) -> None:
         )
     # The pool logs as it is rebuilt (its CPU-info probe, "Resetting threadpool to N threads"), through the same
     # stream as a .pte's load: captured and replayed where a quiet CLI sends library output.
-    if cpu_threads() != threads:
+    if cpu_threads(runtime) != threads:
         with captured_runtime_log() as log:
             reset(threads)
         log.replay()

@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args) -> int:
     from ..runtime.manifest_io import ManifestError
-    from ..runtime.pte_model import PteModelError
+    from ..runtime.pte_checks import PteModelError
     from ..tokenizer import TokenizerError
     from .job import ScaleOptions, prepare
     from .output import OutputError, check_output, output_format, write_results

@@ -1,0 +1,142 @@
+"""The Python runner's native runtime (``runtime/native_pte_model.py`` over ``examples/parakeet/capi``): the same
+outputs as ExecuTorch's Python bindings for every method and recipe it runs, no torch in the process, and the same
+one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import REPO, export_tiny
+
+BUILD_SCRIPT = REPO / ".ci" / "scripts" / "build_parakeet_runner.sh"
+
+
+@pytest.fixture(scope="session")
+def native_lib() -> Path:
+    """The native runtime library, built (with the C++ runner) and installed into the package as users get it."""
+    from parakeet_executorch.runtime import native_pte_model
+
+    if native_pte_model.library_path() is None:
+        proc = subprocess.run(["bash", str(BUILD_SCRIPT)], cwd=REPO, capture_output=True, text=True, timeout=900)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    path = native_pte_model.library_path()
+    assert path is not None and path.is_file(), "the build script did not install the native runtime library"
+    return path
+
+
+def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "parakeet_executorch.runtime.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **(env or {})},
+    )
+
+
+@pytest.mark.parametrize(
+    "recipe", [(), ("--quantize", "fpa4w"), ("--quantize", "8da4w")], ids=["fp32", "fpa4w", "8da4w"]
+)
+def test_every_method_equals_the_python_bindings(native_lib, tiny_nemo, export_root, jfk_audio, recipe):
+    from parakeet_executorch.runtime.native_pte_model import NativePteModel
+    from parakeet_executorch.runtime.pte_model import PteModel
+
+    folder = export_tiny(tiny_nemo, export_root, "xnnpack", *recipe)
+    native, pybind = NativePteModel(folder / "model.pte"), PteModel(folder / "model.pte")
+    assert native.metadata == pybind.metadata
+    meta = native.metadata
+    n = 3 * meta.sample_rate
+    wave = np.zeros(-(-n // meta.hop_length) * meta.hop_length, np.float32)
+    wave[:n] = jfk_audio[:n]
+    f_native, fl_native = native.preprocessor(wave, n)
+    f_pybind, fl_pybind = pybind.preprocessor(wave, n)
+    assert isinstance(f_native, np.ndarray) and fl_native == fl_pybind
+    np.testing.assert_array_equal(f_native, f_pybind.numpy())
+    e_native, el_native = native.encoder(f_native, fl_native)
+    e_pybind, el_pybind = pybind.encoder(f_pybind, fl_pybind)
+    assert el_native == el_pybind and e_native.shape == tuple(e_pybind.shape)
+    np.testing.assert_array_equal(e_native, e_pybind.numpy())
+    state_native, state_pybind = native.initial_state(), pybind.initial_state()
+    for token in (meta.blank_id, 5, 17):
+        p_native, state_native = native.decoder_step(token, state_native)
+        p_pybind, state_pybind = pybind.decoder_step(token, state_pybind)
+        np.testing.assert_array_equal(p_native, p_pybind.numpy())
+        np.testing.assert_array_equal(state_native[1], state_pybind[1].numpy())
+        for t in (0, el_native - 1):
+            assert native.joint(e_native[:, t : t + 1, :], p_native) == pybind.joint(
+                e_pybind[:, t : t + 1, :], p_pybind
+            )
+
+
+def test_cli_runtimes_give_the_same_json_and_native_imports_no_torch(native_lib, exported_xnnpack, jfk_path):
+    pte = str(exported_xnnpack / "model.pte")
+    outputs = {}
+    for runtime in ("native", "pybind"):
+        proc = _cli("--model", pte, str(jfk_path), "--format", "json", "--runtime", runtime)
+        assert proc.returncode == 0, proc.stderr
+        assert f"{runtime} runtime" in proc.stderr  # the load line names it
+        outputs[runtime] = proc.stdout
+    assert outputs["native"] == outputs["pybind"] and json.loads(outputs["native"])["tokens"]
+    code = (
+        "import sys; from parakeet_executorch.runtime.cli import main; "
+        f"rc = main(['--model', {pte!r}, {str(jfk_path)!r}, '--runtime', 'native', '--threads', '1', '--quiet']); "
+        "sys.exit(rc if rc else (3 if 'torch' in sys.modules else 0))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"exit {proc.returncode} (3: torch was imported)\n{proc.stderr}"
+
+
+def test_bad_program_and_missing_library_are_one_line_errors(native_lib, tmp_path, exported_xnnpack, jfk_path):
+    bad = tmp_path / "model.pte"
+    bad.write_bytes(b"not a program" * 100)
+    (tmp_path / "tokenizer.model").write_bytes((exported_xnnpack / "tokenizer.model").read_bytes())
+    messages = {}
+    for runtime in ("native", "pybind"):
+        proc = _cli("--model", str(bad), str(jfk_path), "--runtime", runtime)
+        assert proc.returncode == 2 and proc.stdout == ""
+        lines = [line for line in proc.stderr.splitlines() if "error:" in line]
+        assert len(lines) == 1, proc.stderr
+        messages[runtime] = lines[0]
+    for message in messages.values():
+        assert "cannot load" in message and "InvalidProgram" in message and "parakeet-export" in message
+
+    missing = tmp_path / "nowhere" / "libparakeet_pte_c.so"
+    proc = _cli(
+        "--model",
+        str(exported_xnnpack / "model.pte"),
+        str(jfk_path),
+        "--runtime",
+        "native",
+        env={"PARAKEET_NATIVE_LIB": str(missing)},
+    )
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert f"PARAKEET_NATIVE_LIB={missing} does not exist" in proc.stderr
+
+
+def test_both_runtimes_in_one_process_register_fpa4w_kernels_once(native_lib, tiny_nemo, export_root):
+    # Native first, then the bindings, then native again: the kernel library is mapped once, the log hooks of the two
+    # runtimes hand over, and neither aborts on a kernel registered twice.
+    folder = export_tiny(tiny_nemo, export_root, "xnnpack", "--quantize", "fpa4w")
+    code = f"""
+import numpy as np
+from parakeet_executorch.runtime.native_pte_model import NativePteModel
+from parakeet_executorch.runtime.pte_model import PteModel
+from parakeet_executorch.runtime.threads import cpu_threads, set_cpu_threads
+native = NativePteModel({str(folder / "model.pte")!r})
+f, fl = native.preprocessor(np.zeros(16000, np.float32), 16000)
+first, _ = native.encoder(f, fl)
+pybind = PteModel({str(folder / "model.pte")!r})
+second, _ = pybind.encoder(pybind.preprocessor(np.zeros(16000, np.float32), 16000)[0], fl)
+third, _ = native.encoder(f, fl)
+assert (first == second.numpy()).all() and (first == third).all()
+set_cpu_threads(1, "native"); assert cpu_threads("native") == 1 and cpu_threads("pybind") == 1
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
