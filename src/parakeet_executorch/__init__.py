@@ -56,7 +56,13 @@ def __dir__():
     return sorted(set(globals()) | set(__all__))
 
 
-def load_model(path: str | Path, tokenizer: str | Path | None = None, *, check_fingerprint: bool = True):
+def load_model(
+    path: str | Path,
+    tokenizer: str | Path | None = None,
+    *,
+    check_fingerprint: bool = True,
+    runtime: str = "auto",
+):
     """Load an exported ``model.pte`` for transcription (``runtime.transcribe.Transcriber.from_pte``).
 
     Args:
@@ -64,6 +70,8 @@ def load_model(path: str | Path, tokenizer: str | Path | None = None, *, check_f
         tokenizer: its ``tokenizer.model`` (default: the one next to ``path``).
         check_fingerprint: refuse a tokenizer other than the one the .pte was exported with (its SHA-256 is in the
             .pte); False checks only its size.
+        runtime: ``"native"`` (the C interface of ``examples/parakeet/capi``, no torch in the process),
+            ``"pybind"`` (ExecuTorch's Python bindings) or ``"auto"`` (native where it is built).
     Returns:
         a ``Transcriber``: ``.transcribe(audio_or_path, ...) -> Transcript``.
     Raises:
@@ -72,7 +80,7 @@ def load_model(path: str | Path, tokenizer: str | Path | None = None, *, check_f
     """
     from .runtime.transcribe import Transcriber
 
-    return Transcriber.from_pte(path, tokenizer, check_fingerprint=check_fingerprint)
+    return Transcriber.from_pte(path, tokenizer, check_fingerprint=check_fingerprint, runtime=runtime)
 
 
 def transcribe(model: str | Path, audio, **options):

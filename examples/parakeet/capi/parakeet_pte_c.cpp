@@ -50,7 +50,8 @@ std::atomic<int> g_capturing{0};
 void emit_log(et_timestamp_t timestamp, et_pal_log_level_t level, const char* filename, const char* function,
               size_t line, const char* message, size_t length) {
   if (g_capturing.load() == 0) {
-    if (g_previous.emit_log_message != nullptr) g_previous.emit_log_message(timestamp, level, filename, function, line, message, length);
+    if (g_previous.emit_log_message != nullptr)
+      g_previous.emit_log_message(timestamp, level, filename, function, line, message, length);
     return;
   }
   std::string text(message, length);

@@ -94,18 +94,21 @@ def init_worker(
 
 
 def limit_threads(threads: int) -> None:
-    """Run this process on ``threads`` CPU threads: torch's intra-op pool, and ExecuTorch's threadpool, on which
+    """Run this process on ``threads`` CPU threads: torch's intra-op pool (under the ``pybind`` runtime), and
+    ExecuTorch's threadpool, on which
     the XNNPACK delegate runs and which starts with one thread per core of the machine (N workers, or N Ray actors
     on one node, would each take every core).
 
     Raises:
         ThreadsError: this ExecuTorch cannot resize its pool (see ``threads.set_cpu_threads``).
     """
-    import torch
-
+    from .pte_runtime import resolve_runtime
     from .threads import set_cpu_threads
 
-    torch.set_num_threads(threads)
+    if resolve_runtime("auto") == "pybind":  # the native runtime keeps torch out of the process
+        import torch
+
+        torch.set_num_threads(threads)
     set_cpu_threads(threads)
 
 
