@@ -140,3 +140,14 @@ set_cpu_threads(1, "native"); assert cpu_threads("native") == 1 and cpu_threads(
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_transcribe_cli_fixes_glibcs_mmap_threshold(monkeypatch, exported_xnnpack, jfk_path, capsys):
+    from parakeet_executorch.runtime import cli, process_memory
+
+    if sys.platform.startswith("linux") and os.confstr("CS_GNU_LIBC_VERSION"):
+        assert process_memory.return_large_buffers_to_the_os() is True  # glibc's mallopt accepted the threshold
+    calls = []
+    monkeypatch.setattr(cli, "return_large_buffers_to_the_os", lambda: calls.append(1) or True)
+    assert cli.main(["--model", str(exported_xnnpack / "model.pte"), str(jfk_path), "--quiet"]) == 0
+    assert calls == [1] and capsys.readouterr().out.strip()

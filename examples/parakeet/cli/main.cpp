@@ -10,6 +10,9 @@
 #include <optional>
 #include <string>
 #include <vector>
+#ifdef __GLIBC__  // defined by the C library's headers included above
+#include <malloc.h>
+#endif
 
 #include "../runner/audio.h"
 #include "../runner/cpu_threads.h"
@@ -176,6 +179,12 @@ int run(const parakeet::cli::Options& opt) {
 }  // namespace
 
 int main(int argc, char** argv) {
+#ifdef __GLIBC__
+  // Window-sized buffers (audio, features, encoder output) are allocated and freed once per window; with glibc's
+  // adaptive mmap threshold they soon come from the heap, which keeps freed space, and a long run's peak RSS creeps
+  // up. A fixed threshold keeps each in its own mapping (runtime/process_memory.py in the Python runner says more).
+  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+#endif
   parakeet::cli::Options opt;
   try {
     opt = parakeet::cli::parse_args(std::vector<std::string>(argv + 1, argv + argc));

@@ -23,6 +23,7 @@ from ..library_log import VERBOSE_HELP, quiet_cli
 from .cli_warnings import PROG, printed_warnings
 from .formats import LEVELS
 from .longform import FILE_CONTEXT, LIVE_CONTEXT, LongFormOptions, transcribe_file
+from .process_memory import return_large_buffers_to_the_os
 from .pte_runtime import RUNTIMES, resolve_runtime
 from .threads import MAX_THREADS, cpu_threads
 
@@ -302,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     problem = _usage_error(args)
     if problem:
         parser.error(problem)
+    return_large_buffers_to_the_os()
 
     live = args.stream is not None or args.mic
     options = resolve_context(args, live)
