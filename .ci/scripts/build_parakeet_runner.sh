@@ -63,7 +63,13 @@ for f in "$BUILD_DIR"/libparakeet_pte_c.so "$BUILD_DIR"/libparakeet_pte_c.dylib;
 [[ -n "$NATIVE_LIB" ]] || die "the native runtime library was not built in $BUILD_DIR"
 PKG_RUNTIME="$("$PYTHON" -c 'import importlib.util as u, os; print(os.path.dirname(u.find_spec("parakeet_executorch.runtime").origin))' 2>/dev/null)" || PKG_RUNTIME=""
 if [[ -n "$PKG_RUNTIME" && -w "$PKG_RUNTIME" ]]; then
-  mkdir -p "$PKG_RUNTIME/lib" && cp "$NATIVE_LIB" "$PKG_RUNTIME/lib/"
+  dest="$PKG_RUNTIME/lib/$(basename "$NATIVE_LIB")"
+  mkdir -p "$PKG_RUNTIME/lib"
+  # Replaced by a rename, never rewritten in place: a process that has the library loaded (a test session that
+  # rebuilds the runner) keeps its mapping of the old file instead of crashing on the new bytes.
+  if ! cmp -s "$NATIVE_LIB" "$dest"; then
+    cp "$NATIVE_LIB" "$dest.tmp.$$" && mv -f "$dest.tmp.$$" "$dest"
+  fi
   echo "installed $NATIVE_LIB into $PKG_RUNTIME/lib (the Python runner's --runtime native)"
 else
   echo "built $NATIVE_LIB; parakeet_executorch is not installed here: set PARAKEET_NATIVE_LIB to use it"
