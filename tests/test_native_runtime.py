@@ -13,6 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from test_cpp_runner import RUNNER
+from test_cpp_runner import runner as cpp_runner  # noqa: F401  (the fixture that builds RUNNER)
+
 from conftest import REPO, export_tiny
 
 BUILD_SCRIPT = REPO / ".ci" / "scripts" / "build_parakeet_runner.sh"
@@ -119,6 +122,32 @@ def test_bad_program_and_missing_library_are_one_line_errors(native_lib, tmp_pat
     assert proc.returncode == 2 and proc.stdout == ""
     assert f"PARAKEET_NATIVE_LIB={missing} does not exist" in proc.stderr
 
+    import _ctypes  # a shared library, but not this one: its symbols are missing
+
+    pte = str(exported_xnnpack / "model.pte")
+    cases = {
+        _ctypes.__file__: "is not a usable native runtime",
+        str(tmp_path): "is a folder; point it at libparakeet_pte_c",
+    }
+    for lib, message in cases.items():
+        proc = _cli("--model", pte, str(jfk_path), "--runtime", "native", env={"PARAKEET_NATIVE_LIB": lib})
+        assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr, proc.stderr
+        assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+    # A model path that is a folder, and one that is not UTF-8 (a file name is bytes on Linux)
+    odd = Path(os.fsdecode(bytes(tmp_path) + b"/odd\xff.pte"))
+    odd.write_bytes((exported_xnnpack / "model.pte").read_bytes())
+    (odd.parent / "tokenizer.model").write_bytes((exported_xnnpack / "tokenizer.model").read_bytes())
+    for runtime in ("native", "pybind"):
+        proc = _cli("--model", str(exported_xnnpack), str(jfk_path), "--runtime", runtime)
+        assert proc.returncode == 2 and "is a folder, not a .pte: pass the model.pte inside it" in proc.stderr
+    proc = subprocess.run(
+        [sys.executable, "-m", "parakeet_executorch.runtime.cli", "--model", odd, jfk_path, "--runtime", "native"],
+        capture_output=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0 and proc.stdout.strip(), proc.stderr[-2000:]
+
 
 def test_both_runtimes_in_one_process_register_fpa4w_kernels_once(native_lib, tiny_nemo, export_root):
     # Native first, then the bindings, then native again: the kernel library is mapped once, the log hooks of the two
@@ -151,3 +180,55 @@ def test_transcribe_cli_fixes_glibcs_mmap_threshold(monkeypatch, exported_xnnpac
     monkeypatch.setattr(cli, "return_large_buffers_to_the_os", lambda: calls.append(1) or True)
     assert cli.main(["--model", str(exported_xnnpack / "model.pte"), str(jfk_path), "--quiet"]) == 0
     assert calls == [1] and capsys.readouterr().out.strip()
+
+
+def _damaged_copies(src: Path, out: Path, count: int) -> list[Path]:
+    """Copies of ``src`` with 1-16 bytes inverted in its first 200 kB (the program's flatbuffer), seeded."""
+    import random
+
+    data = src.read_bytes()
+    rng = random.Random(0)
+    copies = []
+    for i in range(count):
+        damaged = bytearray(data)
+        for _ in range(rng.randint(1, 16)):
+            damaged[rng.randrange(64, min(len(data), 200_000))] ^= 0xFF
+        copies.append(out / f"damaged{i}.pte")
+        copies[-1].write_bytes(bytes(damaged))
+    return copies
+
+
+@pytest.mark.usefixtures("cpp_runner")
+def test_damaged_programs_are_refused_not_followed(native_lib, exported_xnnpack, tmp_path):
+    # Both runtimes of this repository load with the flatbuffer's internal-consistency check (ExecuTorch's default
+    # is a minimal one, under which 17 of 40 such copies crashed the C++ runner).
+    sample = REPO / "src" / "parakeet_executorch" / "demo_model" / "sample.wav"
+    tokenizer = exported_xnnpack / "tokenizer.model"
+    for pte in _damaged_copies(exported_xnnpack / "model.pte", tmp_path, 12):
+        for argv in (
+            [
+                str(RUNNER),
+                "--model_path",
+                str(pte),
+                "--tokenizer_path",
+                str(tokenizer),
+                "--audio_path",
+                str(sample),
+            ],
+            [
+                sys.executable,
+                "-m",
+                "parakeet_executorch.runtime.cli",
+                "--model",
+                str(pte),
+                "--tokenizer",
+                str(tokenizer),
+                str(sample),
+                "--runtime",
+                "native",
+            ],
+        ):
+            proc = subprocess.run(argv, capture_output=True, timeout=300)
+            err = proc.stderr.decode("ascii")  # the runtime's quotes of damaged bytes come escaped
+            assert proc.returncode == 2 and proc.stdout == b"", f"{pte.name}: exit {proc.returncode}\n{err[-2000:]}"
+            assert len([line for line in err.splitlines() if "error:" in line]) == 1, err

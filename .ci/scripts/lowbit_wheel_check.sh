@@ -55,12 +55,18 @@ export PATH="$OUT/no-compilers:$OUT/venv/bin:$PATH"
 echo "lowbit_wheel_check: low-bit tests in the clean environment"
 "$VPY" -m pytest -q -p no:cacheprovider tests/test_lowbit.py tests/test_lowbit_native.py tests/test_lowbit_executorch.py
 
-echo "lowbit_wheel_check: the fpa4w .pte through both runners"
-py_text="$("$VPY" -m parakeet_executorch.runtime.cli --model "$OUT/demo_fpa4w/model.pte" \
-  --tokenizer "$OUT/demo_fpa4w/tokenizer.model" "$sample" --quiet)"
+echo "lowbit_wheel_check: the fpa4w .pte through both runners (Python on each of its runtimes)"
+# pybind: the wheel's kernels under this venv's ExecuTorch bindings; native: the same kernels beside the native
+# runtime library (built with the C++ runner, found through the editable install).
+py_text() {
+  "$VPY" -m parakeet_executorch.runtime.cli --model "$OUT/demo_fpa4w/model.pte" \
+    --tokenizer "$OUT/demo_fpa4w/tokenizer.model" "$sample" --quiet --runtime "$1"
+}
+pybind_text="$(py_text pybind)"
+native_text="$(py_text native)"
 cpp_text="$("$REPO/cmake-out/examples/parakeet/parakeet_runner" --model_path "$OUT/demo_fpa4w/model.pte" \
   --tokenizer_path "$OUT/demo_fpa4w/tokenizer.model" --audio_path "$sample" 2>/dev/null)"
-for pair in "python:$py_text" "c++:$cpp_text"; do
+for pair in "python pybind:$pybind_text" "python native:$native_text" "c++:$cpp_text"; do
   if [ "${pair#*:}" != "$expected" ]; then
     echo "lowbit_wheel_check: error: ${pair%%:*} runner heard '${pair#*:}', expected '$expected'" >&2
     exit 1

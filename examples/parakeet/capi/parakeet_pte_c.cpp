@@ -54,8 +54,7 @@ void emit_log(et_timestamp_t timestamp, et_pal_log_level_t level, const char* fi
       g_previous.emit_log_message(timestamp, level, filename, function, line, message, length);
     return;
   }
-  std::string text(message, length);
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  const std::string text = parakeet::printable_log_line(message, length);
   std::string name(filename ? filename : "");
   if (auto slash = name.find_last_of('/'); slash != std::string::npos) name = name.substr(slash + 1);
   std::lock_guard<std::mutex> lock(g_log_mutex);
@@ -138,7 +137,10 @@ pk_model* pk_open(const char* path, const char* data_path) {
                                                          nullptr, /*share_memory_arenas=*/true)
                               : std::make_unique<Module>(path, Module::LoadMode::Mmap, nullptr, nullptr, nullptr,
                                                          /*share_memory_arenas=*/true);
-    if (const Error e = model->module->load(); e != Error::Ok) {
+    // InternalConsistency, as ExecuTorch's Python bindings load: a damaged flatbuffer is refused here instead of
+    // being followed to a crash.
+    if (const Error e = model->module->load(executorch::runtime::Program::Verification::InternalConsistency);
+        e != Error::Ok) {
       fail(detail(e));
       return nullptr;
     }

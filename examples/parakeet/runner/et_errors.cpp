@@ -58,4 +58,21 @@ std::string describe_error(executorch::runtime::Error error) {
   return std::string("ExecuTorch error ") + hex + " " + name + ": " + meaning;
 }
 
+std::string printable_log_line(const char* message, size_t length) {
+  while (length > 0 && (message[length - 1] == '\n' || message[length - 1] == '\r')) --length;
+  std::string out;
+  out.reserve(length);
+  for (size_t i = 0; i < length; ++i) {
+    const auto c = static_cast<unsigned char>(message[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
 }  // namespace parakeet

@@ -4,11 +4,16 @@
 
 #include <executorch/runtime/core/error.h>
 
+#include <cstddef>
 #include <string>
 
 namespace parakeet {
 
 // "ExecuTorch error 0x23 InvalidProgram: invalid program contents (a truncated or corrupt .pte, ...)".
 std::string describe_error(executorch::runtime::Error error);
+
+// One line of the runtime's log as text that prints anywhere: trailing newlines dropped, and every byte outside
+// printable ASCII written as \xHH (the runtime quotes what it read, e.g. a damaged file's identifier bytes).
+std::string printable_log_line(const char* message, size_t length);
 
 }  // namespace parakeet

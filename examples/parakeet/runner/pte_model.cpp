@@ -30,8 +30,7 @@ std::string g_last_runtime_error;
 
 void emit_log(et_timestamp_t, et_pal_log_level_t level, const char* filename, const char*, size_t line,
               const char* message, size_t length) {
-  std::string text(message, length);
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  const std::string text = printable_log_line(message, length);
   if (level == kError || level == kFatal) g_last_runtime_error = text;
   if (g_verbose)
     std::fprintf(stderr, "[executorch %c %s:%zu] %s\n", static_cast<char>(level), filename, line, text.c_str());
@@ -174,7 +173,9 @@ PteModel::PteModel(const std::string& path, const std::optional<std::string>& da
                                                  share_memory_arenas)
                       : std::make_unique<Module>(path, Module::LoadMode::Mmap, nullptr, nullptr, nullptr,
                                                  share_memory_arenas);
-  if (const Error e = module_->load(); e != Error::Ok) {
+  // InternalConsistency (the Python bindings' choice too): a .pte whose flatbuffer is damaged is refused with
+  // InvalidProgram instead of being followed to a crash.
+  if (const Error e = module_->load(executorch::runtime::Program::Verification::InternalConsistency); e != Error::Ok) {
     throw PteModelError("cannot load " + path + " as an ExecuTorch program (" + runtime_detail(e) +
                         "); pass a model.pte written by parakeet-export");
   }

@@ -84,20 +84,25 @@ def _lib() -> ctypes.CDLL:
     if _LIB is not None:
         return _LIB
     path = library_path()
+    rebuild = "build it with .ci/scripts/build_parakeet_runner.sh, or use --runtime pybind"
     if path is None:
-        raise NativeRuntimeError(
-            f"the native runtime ({LIB_NAME}) is not built: run .ci/scripts/build_parakeet_runner.sh, set "
-            f"{ENV_LIB} to a build of it, or use --runtime pybind"
-        )
+        raise NativeRuntimeError(f"the native runtime ({LIB_NAME}) is not built: {rebuild}")
     if not path.is_file():
-        raise NativeRuntimeError(f"{ENV_LIB}={path} does not exist")
+        what = "is a folder" if path.is_dir() else "does not exist"
+        raise NativeRuntimeError(f"{ENV_LIB}={path} {what}; point it at {LIB_NAME}, or unset it")
     try:
         lib = ctypes.CDLL(str(path))
-    except OSError as exc:
-        raise NativeRuntimeError(
-            f"cannot load the native runtime {path} ({exc}); rebuild it against the installed "
-            "executorch with .ci/scripts/build_parakeet_runner.sh"
-        ) from exc
+        _declare(lib)
+    except (OSError, AttributeError) as exc:
+        detail = " ".join(str(exc).split())
+        raise NativeRuntimeError(f"{path} is not a usable native runtime ({detail}): {rebuild}") from exc
+    _LIB = lib
+    return lib
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    """Argument and result types of the C interface. Raises AttributeError when a symbol is missing (another
+    library, or an older build of this one)."""
     c_int, c_char_p, c_void_p = ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p
     lib.pk_last_error.restype = c_char_p
     lib.pk_take_log.restype = c_char_p
@@ -127,8 +132,6 @@ def _lib() -> ctypes.CDLL:
     lib.pk_set_cpu_threads.argtypes = [ctypes.c_int32]
     for fn in (lib.pk_load_method, lib.pk_execute, lib.pk_output, lib.pk_set_cpu_threads):
         fn.restype = c_int
-    _LIB = lib
-    return lib
 
 
 # fpa-lowbit's ExecuTorch kernel library, as fpa_lowbit.executorch_kernels finds it (that module's package imports
@@ -173,12 +176,13 @@ def _load_lowbit_kernels() -> None:
 def _take_log() -> RuntimeLog:
     """What ExecuTorch logged since the last call, as ``runtime_log.RuntimeLog`` (replayed on success)."""
     log = RuntimeLog()
-    log.text = _lib().pk_take_log().decode("utf-8", "replace")
+    log.text = _lib().pk_take_log().decode("utf-8", "backslashreplace")
     return log
 
 
 def _error() -> str:
-    return _lib().pk_last_error().decode("utf-8", "replace")
+    # The runtime quotes what it read (a damaged file's identifier): bytes that are not text are escaped.
+    return _lib().pk_last_error().decode("utf-8", "backslashreplace")
 
 
 class NativePteModel:
@@ -200,7 +204,7 @@ class NativePteModel:
             _load_lowbit_kernels()  # after _lib(): it resolves libexecutorch.so, the registry, through it
         self.path = path
         self._handle = None
-        handle = lib.pk_open(str(path).encode(), None)
+        handle = lib.pk_open(os.fsencode(path), None)
         log = _take_log()
         if not handle:
             raise PteModelError(

@@ -19,9 +19,11 @@ def checked_pte_path(path: str | Path) -> Path:
     """``path`` as a Path.
 
     Raises:
-        PteModelError: it is not a file.
+        PteModelError: it is a folder, or not there.
     """
     path = Path(path)
+    if path.is_dir():
+        raise PteModelError(f"model path {path} is a folder, not a .pte: pass the model.pte inside it")
     if not path.is_file():
         raise PteModelError(f"model file not found: {path}. Export one with parakeet-export.")
     return path
