@@ -82,3 +82,20 @@ def test_old_entries_are_pruned(tmp_path, cache_dir, monkeypatch):
         model.write_bytes(b"model %d" % i)
         assert cache.cached_export(str(model), "xnnpack", tmp_path / str(i), export=_fake_export(calls)) == 0
     assert len(list((cache_dir / "exports").iterdir())) == 2
+
+
+def test_source_hash_follows_the_sources_but_not_the_native_runtime(tmp_path, monkeypatch):
+    from parakeet_executorch.export import cache
+
+    package = tmp_path / "parakeet_executorch"
+    (package / "export").mkdir(parents=True)
+    (package / "runtime" / "lib").mkdir(parents=True)
+    (package / "export" / "cache.py").write_text("# cache\n")
+    native = package / "runtime" / "lib" / "libparakeet_pte_c.so"
+    native.write_bytes(b"build 1")
+    monkeypatch.setattr(cache, "__file__", str(package / "export" / "cache.py"))
+    first = cache._source_hash()
+    native.write_bytes(b"build 2")  # a rebuilt runtime library does not make the cached exports stale
+    assert cache._source_hash() == first
+    (package / "export" / "cache.py").write_text("# cache, changed\n")
+    assert cache._source_hash() != first

@@ -28,12 +28,14 @@ _KEY_FILE = "key.json"
 
 def _source_hash() -> str:
     """SHA-256 over this package's and fpa_lowbit's Python sources and fpa_lowbit's compiled libraries (paths and
-    bytes, in sorted order)."""
+    bytes, in sorted order); the native runtime's library (``runtime/lib``) is left out."""
     import fpa_lowbit
 
     h = hashlib.sha256()
     for root in (Path(__file__).resolve().parents[1], Path(fpa_lowbit.__file__).resolve().parent):
         files = [*root.rglob("*.py"), *root.rglob("*.so"), *root.rglob("*.dylib")]
+        # runtime/lib holds the native runtime's library, which runs exports but takes no part in making them.
+        files = [p for p in files if p.parent != root / "runtime" / "lib"]
         for path in sorted(p for p in files if p.is_file() and "__pycache__" not in p.parts):
             h.update(f"{root.name}/{path.relative_to(root)}".encode())
             h.update(path.read_bytes())
