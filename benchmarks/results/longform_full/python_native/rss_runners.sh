@@ -1,8 +1,9 @@
 #!/bin/bash
-# rss_runners.sh PTE AUDIO_60S AUDIO_600S: peak RSS (VmHWM) of the C++ runner and of the Python runner on each of its
-# runtimes (native, pybind) over the same .pte, 60 s one pass (twice each, interleaved) and 600 s buffered (once
-# each). Before each run the .pte is evicted from the page cache and read back, so that every run maps it from the
-# same state (../fewer_copies/evict_page_cache.py says why). Then whether the three JSON transcripts are identical.
+# rss_runners.sh PTE AUDIO_ONE_PASS AUDIO_600S: peak RSS (VmHWM) of the C++ runner and of the Python runner on each
+# of its runtimes (native, pybind) over the same .pte, one pass over the bound (twice each, interleaved; $SHORT
+# names its length, default "60 s") and 600 s buffered (once each). Before each run the .pte is evicted from the
+# page cache and read back, so that every run maps it from the same state (../fewer_copies/evict_page_cache.py says
+# why). Then whether the three JSON transcripts are identical.
 set -u
 T=$(dirname "$0")/../fewer_copies/tools
 P=$1; A60=$2; A600=$3
@@ -25,14 +26,14 @@ peak() {  # peak LABEL CMD...: VmHWM and the largest RssAnon / RssFile seen, pol
 cpp() { exec "$R" --model_path "$P" --audio_path "$@" --quiet --format json; }
 py() { local rt=$1; shift; exec parakeet-transcribe --model "$P" "$@" --quiet --format json --runtime "$rt"; }
 for _ in 1 2; do
-  same_cache; peak "C++ 60 s one pass" cpp "$A60" --chunk_seconds 0
-  same_cache; peak "Python native 60 s one pass" py native "$A60" --chunk-seconds 0
-  same_cache; peak "Python pybind 60 s one pass" py pybind "$A60" --chunk-seconds 0
+  same_cache; peak "C++ ${SHORT:-60 s} one pass" cpp "$A60" --chunk_seconds 0
+  same_cache; peak "Python native ${SHORT:-60 s} one pass" py native "$A60" --chunk-seconds 0
+  same_cache; peak "Python pybind ${SHORT:-60 s} one pass" py pybind "$A60" --chunk-seconds 0
 done
 same_cache; peak "C++ 600 s buffered" cpp "$A600"
 same_cache; peak "Python native 600 s buffered" py native "$A600"
 same_cache; peak "Python pybind 600 s buffered" py pybind "$A600"
-for a in 60 600; do
+for a in 60 600; do  # 60: the one-pass audio, whatever $SHORT says
   A=$A60; [ $a = 600 ] && A=$A600
   c=(); [ $a = 60 ] && c=(--chunk_seconds 0); p=(); [ $a = 60 ] && p=(--chunk-seconds 0)
   cmp <(cpp "$A" "${c[@]}" 2>/dev/null) <(py native "$A" "${p[@]}" 2>/dev/null) && echo "JSON C++ = Python native: $a s"
