@@ -2,11 +2,8 @@
 
 #include <executorch/extension/module/module.h>
 #include <executorch/extension/tensor/tensor.h>
-#include <executorch/runtime/backend/interface.h>
-#include <executorch/runtime/backend/options.h>
 #include <executorch/runtime/platform/platform.h>
 
-#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <memory>
@@ -17,6 +14,7 @@
 
 #include "runner/cpu_threads.h"
 #include "runner/et_errors.h"
+#include "runner/xnnpack_options.h"
 
 using executorch::aten::ScalarType;
 using executorch::aten::SizesType;
@@ -99,16 +97,6 @@ std::string detail(Error e) {
   return out;
 }
 
-// As the C++ runner (runner/pte_model.cpp): one packed copy of each XNNPACK weight and one workspace for all
-// delegates; a runtime without XNNPACK answers NotFound, which leaves nothing to configure.
-Error configure_xnnpack() {
-  executorch::runtime::BackendOptions<2> options;
-  options.set_option("weight_cache_enabled", true);
-  options.set_option("workspace_sharing_mode", 2);  // WorkspaceSharingMode::Global
-  const Error e = executorch::runtime::set_option("XnnpackBackend", options.view());
-  return e == Error::NotFound ? Error::Ok : e;
-}
-
 }  // namespace
 
 extern "C" {
@@ -126,7 +114,7 @@ pk_model* pk_open(const char* path, const char* data_path) {
   t_error.clear();
   CapturedLog capture;
   try {
-    if (const Error e = configure_xnnpack(); e != Error::Ok) {
+    if (const Error e = parakeet::share_xnnpack_weights_and_workspace(); e != Error::Ok) {
       fail("cannot set the XNNPACK backend's options (" + detail(e) + ")");
       return nullptr;
     }

@@ -1,7 +1,5 @@
 #include "pte_model.h"
 
-#include <executorch/runtime/backend/interface.h>
-#include <executorch/runtime/backend/options.h>
 #include <executorch/runtime/platform/platform.h>
 
 #include <cstdio>
@@ -12,6 +10,7 @@
 
 #include "errors.h"
 #include "et_errors.h"
+#include "xnnpack_options.h"
 
 namespace parakeet {
 
@@ -90,21 +89,6 @@ int64_t scalar_output(const std::vector<EValue>& outputs, size_t i, const std::s
   return read_int(EValue(t), "output " + std::to_string(i) + " of method " + method);
 }
 
-// Before any method is loaded (the options apply to delegates initialised afterwards): one packed copy of each
-// constant weight for all XNNPACK delegates (the weight cache; off in the executorch wheel's build), and one
-// workspace for all of them (already the wheel's default, set so that a runtime built otherwise behaves the same).
-// At v3's size, fpa4w and a 60 s bound this takes the C++ runner's peak RSS down by ~20 MiB. A runtime without
-// the XNNPACK backend (Metal, CUDA builds) answers NotFound, which is fine: there is nothing to share.
-void configure_xnnpack() {
-  executorch::runtime::BackendOptions<2> options;
-  options.set_option("weight_cache_enabled", true);
-  options.set_option("workspace_sharing_mode", 2);  // WorkspaceSharingMode::Global
-  const Error e = executorch::runtime::set_option("XnnpackBackend", options.view());
-  if (e != Error::Ok && e != Error::NotFound) {
-    throw PteModelError("cannot set the XNNPACK backend's options (" + runtime_detail(e) + ")");
-  }
-}
-
 }  // namespace
 
 void set_runtime_logging(bool verbose) {
@@ -168,7 +152,9 @@ PteModel::PteModel(const std::string& path, const std::optional<std::string>& da
   // method reads another's planned memory. The preprocessor's plan no longer adds to the encoder's (29 MiB at v3's
   // size and the 60 s bound).
   constexpr bool share_memory_arenas = true;
-  configure_xnnpack();
+  if (const Error e = share_xnnpack_weights_and_workspace(); e != Error::Ok) {
+    throw PteModelError("cannot set the XNNPACK backend's options (" + runtime_detail(e) + ")");
+  }
   module_ = data_path ? std::make_unique<Module>(path, *data_path, Module::LoadMode::Mmap, nullptr, nullptr, nullptr,
                                                  share_memory_arenas)
                       : std::make_unique<Module>(path, Module::LoadMode::Mmap, nullptr, nullptr, nullptr,
