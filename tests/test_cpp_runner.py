@@ -368,7 +368,7 @@ SMALL_CONTEXT = ["--chunk_seconds", "8", "--left_context_seconds", "4", "--right
 
 @pytest.fixture(scope="module")
 def long_clips(tmp_path_factory, jfk_audio) -> dict:
-    """jfk.wav six times with a little silence between (68 s, past the .pte's 60 s bound) at 16 kHz and 44.1 kHz
+    """jfk.wav six times with a little silence between (68 s, past the default .pte's bound) at 16 kHz and 44.1 kHz
     PCM16, a 48 kHz stereo copy, and the 16 kHz samples as raw PCM16."""
     import soundfile as sf
     import soxr

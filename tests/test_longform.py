@@ -11,7 +11,14 @@ import numpy as np
 import pytest
 
 from nemo_reference import nemo_buffered_tokens
-from parakeet_executorch.runtime.buffered import BufferedDecoder, ContextError, ContextSize, transcribe_buffered
+from parakeet_executorch.export.api import DEFAULT_MAX_AUDIO_SECONDS
+from parakeet_executorch.runtime.buffered import (
+    BufferedDecoder,
+    ContextError,
+    ContextSize,
+    SampleBuffer,
+    transcribe_buffered,
+)
 
 from conftest import SAMPLE_RATE, export_tiny, make_transcriber
 
@@ -31,7 +38,7 @@ def raw_tokens(transcriber, audio, context, block=7000, decode_partial_frame=Fal
 
 @pytest.fixture(scope="module")
 def long_jfk(jfk_audio) -> np.ndarray:
-    """jfk.wav six times with a little silence between: 68 s, past the .pte's 60 s bound."""
+    """jfk.wav six times with a little silence between: 68 s, past the default .pte's bound."""
     gap = np.zeros(int(0.37 * SAMPLE_RATE), np.float32)
     return np.concatenate([np.concatenate([jfk_audio, gap])] * 6)
 
@@ -90,17 +97,67 @@ def test_block_sizes_do_not_change_the_tokens(transcriber_xnnpack, long_jfk, blo
     reference, _ = raw_tokens(transcriber_xnnpack, audio, ContextSize(5, 20, 5), block=10**8)
     got, decoder = raw_tokens(transcriber_xnnpack, audio, ContextSize(5, 20, 5), block=block)
     assert got == reference
-    assert decoder._buffer.size == 0  # released at the end
+    assert decoder._buffer.data.size == 0  # released at the end
 
 
-def test_memory_is_bounded_by_one_window(transcriber_xnnpack, long_jfk):
+def test_memory_is_bounded_by_one_window(transcriber_xnnpack, long_jfk, monkeypatch):
+    """The samples held never exceed one window plus the block being fed, and each window reaches the encoder as
+    a view of that one buffer (no window-sized copy), the last one zero-padded in place."""
     context = ContextSize(5, 20, 5)
     decoder = BufferedDecoder(transcriber_xnnpack, context)
+    hop = transcriber_xnnpack.model.metadata.hop_length
+    encode = transcriber_xnnpack.encode
+    windows = []
+
+    def spy(audio, valid_samples=None):
+        windows.append((np.shares_memory(audio, decoder._buffer.data), audio.shape[0], valid_samples))
+        return encode(audio, valid_samples)
+
+    monkeypatch.setattr(transcriber_xnnpack, "encode", spy)
     biggest = 0
-    for b in blocks_of(long_jfk, 4000):
+    for b in blocks_of(long_jfk[: long_jfk.shape[0] - 123], 4000):
         decoder.feed(b)
-        biggest = max(biggest, decoder._buffer.size)
-    assert biggest <= decoder.window_samples + context.chunk * decoder.frame_samples + 4000
+        biggest = max(biggest, decoder._buffer.data.size)
+    decoder.finish()
+    assert biggest <= decoder.window_samples + 4000
+    assert len(windows) > 3
+    assert all(shared and length % hop == 0 for shared, length, _ in windows)
+    # A last window reaches back a whole window; only a stream shorter than one window ends mid-hop.
+    windows.clear()
+    decoder = BufferedDecoder(transcriber_xnnpack, context)
+    short = decoder.window_samples - 3 * decoder.frame_samples - 123  # past the first window's end, not a window
+    for b in blocks_of(long_jfk[:short], 4000):
+        decoder.feed(b)
+    decoder.finish()
+    assert len(windows) == 2 and windows[-1][2] == short and short % hop != 0
+    assert all(shared and length % hop == 0 for shared, length, _ in windows)  # padded in the buffer, not copied
+
+
+def test_sample_buffer_keeps_what_a_concatenation_would():
+    """SampleBuffer against the whole stream concatenated: random block sizes (1 sample to 3 windows), random drops,
+    views (some zero-padded) read back; its array never exceeds what it keeps plus the largest block."""
+    rng = np.random.default_rng(0)
+    window = 1000
+    buf = SampleBuffer(window + 7)
+    stream = np.zeros(0, np.float32)
+    largest = 0
+    for _ in range(400):
+        n = int(rng.choice([1, 2, 50, 333, 999, 3000]))
+        block = rng.standard_normal(n).astype(np.float32)
+        buf.drop_before(stream.shape[0] - window)
+        buf.append(block)
+        stream = np.concatenate([stream, block])
+        largest = max(largest, n)
+        assert buf.end == stream.shape[0] and buf.start == max(0, stream.shape[0] - window - n)
+        assert buf.data.size <= window + 7 + largest
+        a = int(rng.integers(buf.start, buf.end + 1))
+        b = int(rng.integers(a, buf.end + 1))
+        assert np.array_equal(buf.view(a, b), stream[a:b])
+    a = buf.end - 10
+    padded = buf.view(a, buf.end, zero_pad_to=64)
+    assert np.array_equal(padded[:10], stream[a:]) and not padded[10:].any() and padded.shape == (64,)
+    with pytest.raises(ValueError, match="not all kept"):
+        buf.view(buf.start - 1, buf.end)
 
 
 def test_context_errors(transcriber_xnnpack):
@@ -108,7 +165,7 @@ def test_context_errors(transcriber_xnnpack):
         ContextSize.from_seconds(1, 0.05, 1, 0.01, 8)
     with pytest.raises(ContextError, match="non-negative"):
         ContextSize.from_seconds(-1, 2, 1, 0.01, 8)
-    with pytest.raises(ContextError, match="longer than this model.pte's 60.00 s"):
+    with pytest.raises(ContextError, match=f"longer than this model.pte's {DEFAULT_MAX_AUDIO_SECONDS:.2f} s"):
         BufferedDecoder(transcriber_xnnpack, ContextSize.from_seconds(30, 30, 5, 0.01, 8))
     assert ContextSize.from_seconds(10, 1.6, 1.6, 0.01, 8) == ContextSize(125, 20, 20)  # NeMo's rounding
 
@@ -194,7 +251,8 @@ def test_cli_usage_errors(exported_xnnpack, long_wav):
         proc = cli("--model", model, *args)
         assert proc.returncode == 2 and message in proc.stderr.decode()
     one_pass = cli("--model", model, str(long_wav), "--chunk-seconds", "0")
-    assert one_pass.returncode == 2 and "supports up to 60.00 s in one pass" in one_pass.stderr.decode()
+    assert one_pass.returncode == 2
+    assert f"supports up to {DEFAULT_MAX_AUDIO_SECONDS:.2f} s in one pass" in one_pass.stderr.decode()
     assert one_pass.stdout == b""
 
 

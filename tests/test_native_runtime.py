@@ -90,10 +90,25 @@ def test_cli_runtimes_give_the_same_json_and_native_imports_no_torch(native_lib,
     code = (
         "import sys; from parakeet_executorch.runtime.cli import main; "
         f"rc = main(['--model', {pte!r}, {str(jfk_path)!r}, '--runtime', 'native', '--threads', '1', '--quiet']); "
-        "sys.exit(rc if rc else (3 if 'torch' in sys.modules else 0))"
+        "heavy = [m for m in ('torch', 'hashlib', 'importlib.metadata') if m in sys.modules]; "
+        "print(heavy, file=sys.stderr); sys.exit(rc if rc else (3 if heavy else 0))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"exit {proc.returncode} (3: torch was imported)\n{proc.stderr}"
+    # torch is ~370 MiB; hashlib (OpenSSL's libcrypto) and importlib.metadata a few MiB of a peak the runner keeps low
+    assert proc.returncode == 0, f"exit {proc.returncode} (3: a module the runner avoids was imported)\n{proc.stderr}"
+
+
+def test_light_stand_ins_match_the_standard_library():
+    """The runner's SHA-256 without hashlib and its executorch version without importlib.metadata."""
+    import hashlib
+    from importlib.metadata import version
+
+    from parakeet_executorch.pte_format import tokenizer_fingerprint
+    from parakeet_executorch.runtime.native_pte_model import _executorch_version
+
+    data = bytes(range(256)) * 1000 + b"tail"
+    assert tokenizer_fingerprint(data) == hashlib.sha256(data).hexdigest()
+    assert _executorch_version() == version("executorch")
 
 
 def test_bad_program_and_missing_library_are_one_line_errors(native_lib, tmp_path, exported_xnnpack, jfk_path):

@@ -28,7 +28,6 @@ method without inputs returning the value.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import asdict, dataclass, field
 
 
@@ -128,4 +127,18 @@ OPTIONAL_METADATA: tuple[str, ...] = tuple(
 
 def tokenizer_fingerprint(serialized_model_proto: bytes) -> str:
     """Hex SHA-256 of a SentencePiece model's serialized proto (what ``tokenizer.model`` holds as exported)."""
-    return hashlib.sha256(serialized_model_proto).hexdigest()
+    return _sha256(serialized_model_proto).hexdigest()
+
+
+def _sha256(data: bytes):
+    """``hashlib.sha256(data)`` without hashlib: hashlib maps OpenSSL's libcrypto, 3.6 MiB of resident pages in a
+    runner that hashes one small tokenizer at load. CPython's own SHA-256 module (the one hashlib falls back to
+    without OpenSSL; ``_sha2`` from 3.12, ``_sha256`` before) gives the same digest."""
+    try:
+        from _sha2 import sha256
+    except ImportError:
+        try:
+            from _sha256 import sha256
+        except ImportError:
+            from hashlib import sha256
+    return sha256(data)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 import warnings
 from pathlib import Path
+
+from .pte_format import tokenizer_fingerprint
 
 
 class TokenizerError(ValueError):
@@ -55,7 +56,7 @@ class Tokenizer:
     @property
     def fingerprint(self) -> str:
         """Hex SHA-256 of the serialized SentencePiece model (``pte_format.tokenizer_fingerprint``)."""
-        return hashlib.sha256(self._sp.serialized_model_proto()).hexdigest()
+        return tokenizer_fingerprint(self._sp.serialized_model_proto())
 
     def check_fingerprint(self, expected: str, model_name: str) -> None:
         """Raise TokenizerError unless this tokenizer is the one the model was exported with.

@@ -75,6 +75,7 @@ BufferedDecoder::BufferedDecoder(Transcriber& transcriber, ContextSize context, 
       window_samples_(context.total() * frame_samples_),
       decode_partial_frame_(decode_partial_frame),
       partial_(partial),
+      buffer_(window_samples_ + transcriber.metadata().hop_length),
       next_end_((context.chunk + context.right) * frame_samples_) {
   const auto& meta = transcriber.metadata();
   if (window_samples_ > meta.max_audio_samples) {
@@ -88,7 +89,10 @@ BufferedDecoder::BufferedDecoder(Transcriber& transcriber, ContextSize context, 
 
 StreamUpdate BufferedDecoder::feed(const std::vector<float>& samples) {
   if (finished_) throw std::logic_error("feed() after finish(): start a new BufferedDecoder");
-  buffer_.insert(buffer_.end(), samples.begin(), samples.end());
+  // Every window from here on ends at or after the samples received so far, so none starts before the last
+  // window's worth of them: older samples are never read again.
+  buffer_.drop_before(received_ - window_samples_);
+  buffer_.append(samples);
   received_ += static_cast<int64_t>(samples.size());
   StreamUpdate update;
   update.end_frame = decoded_frames();
@@ -105,20 +109,65 @@ StreamUpdate BufferedDecoder::finish() {
   if (finished_) return update;
   finished_ = true;
   if (received_ > chunk_start_) decode_window(received_, /*last=*/true, update);
-  buffer_.clear();
-  buffer_.shrink_to_fit();
+  buffer_.release();
   return update;
+}
+
+void SampleBuffer::append(const std::vector<float>& samples) {
+  const auto n = static_cast<int64_t>(samples.size());
+  make_room(n);
+  std::copy(samples.begin(), samples.end(), data_.begin() + tail_);
+  tail_ += n;
+}
+
+void SampleBuffer::drop_before(int64_t sample) {
+  const int64_t k = std::min(std::max<int64_t>(0, sample - start_), tail_ - head_);
+  head_ += k;
+  start_ += k;
+}
+
+const float* SampleBuffer::view(int64_t start, int64_t end, int64_t zero_pad_to) {
+  if (start < start_ || start > end || end > this->end()) {
+    throw std::out_of_range("samples [" + std::to_string(start) + ", " + std::to_string(end) + ") are not all kept");
+  }
+  const int64_t n = end - start;
+  if (zero_pad_to > n) {
+    make_room(zero_pad_to - (this->end() - start));
+    const int64_t a = head_ + start - start_;
+    std::fill(data_.begin() + a + n, data_.begin() + a + zero_pad_to, 0.0f);
+  }
+  return data_.data() + head_ + (start - start_);
+}
+
+void SampleBuffer::make_room(int64_t n) {
+  if (tail_ + n <= static_cast<int64_t>(data_.size())) return;
+  const int64_t kept = tail_ - head_;
+  if (kept + n <= static_cast<int64_t>(data_.size())) {
+    // Forward copy to the front: the destination starts before the source, so the overlap is allowed.
+    std::copy(data_.begin() + head_, data_.begin() + tail_, data_.begin());
+  } else {
+    std::vector<float> grown(static_cast<size_t>(kept + n), 0.0f);  // exactly: std::vector's growth would double
+    std::copy(data_.begin() + head_, data_.begin() + tail_, grown.begin());
+    data_.swap(grown);
+  }
+  head_ = 0;
+  tail_ = kept;
 }
 
 void BufferedDecoder::decode_window(int64_t end, bool last, StreamUpdate& update) {
   const int64_t fs = frame_samples_;
   const int64_t start = std::max<int64_t>(0, end - window_samples_);
-  const std::vector<float> window(buffer_.begin() + (start - buffer_start_), buffer_.begin() + (end - buffer_start_));
+  const auto& meta = transcriber_.metadata();
+  // The last window is zero-padded to whole hops in place: no sample after `end` is read again.
+  const int64_t size =
+      last ? std::max((end - start + meta.hop_length - 1) / meta.hop_length * meta.hop_length, meta.min_audio_samples)
+           : end - start;
+  const float* window = buffer_.view(start, end, last ? size : 0);
   const int64_t chunk_start = chunk_start_;
   const int64_t chunk_end = last ? end : end - context_.right * fs;
   const int64_t left_frames = (chunk_start - start) / fs;  // chunk_start >= start: no rounding direction to mind
   Timings stage;
-  const Encoded encoded = transcriber_.encode(window, stage);
+  const Encoded encoded = transcriber_.encode(window, size, end - start, stage);
   add_timing(timings_, stage);
   const auto t0 = std::chrono::steady_clock::now();
   if (!state_) state_ = transcriber_.initial_decoder_state();
@@ -137,12 +186,6 @@ void BufferedDecoder::decode_window(int64_t end, bool last, StreamUpdate& update
   add_timing(timings_, {{"decode", seconds_since(t0)}});
   ++num_windows_;
   chunk_start_ = chunk_end;
-  // Every later window ends after this one, so none starts before this window's start.
-  const int64_t keep_from = std::max(buffer_start_, start);
-  if (!last && keep_from > buffer_start_) {
-    buffer_.erase(buffer_.begin(), buffer_.begin() + (keep_from - buffer_start_));
-    buffer_start_ = keep_from;
-  }
 }
 
 Transcript transcribe_buffered(Transcriber& transcriber, const BlockSource& next_block, ContextSize context,

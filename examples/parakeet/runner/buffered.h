@@ -55,6 +55,37 @@ struct StreamUpdate {
   int64_t end_frame = 0;             // absolute encoder frame up to which `tokens` are final
 };
 
+// The newest samples of a stream in one float array, read back in place: a stream's window without a copy. Samples
+// are appended at the tail and dropped at the head by moving an index; when the tail runs out of room the samples
+// kept move to the front (one forward copy), and the array grows, to exactly what is needed, only for a block larger
+// than the room left after that. Memory: the samples kept plus the largest block; amortised O(1) work per sample.
+// Mirrors buffered.py's SampleBuffer.
+class SampleBuffer {
+ public:
+  explicit SampleBuffer(int64_t capacity) : data_(static_cast<size_t>(capacity), 0.0f) {}
+
+  int64_t start() const { return start_; }                // absolute index of the oldest sample kept
+  int64_t end() const { return start_ + tail_ - head_; }  // absolute index one past the newest
+  size_t capacity() const { return data_.size(); }
+  void append(const std::vector<float>& samples);
+  void drop_before(int64_t sample);  // forget the samples before absolute index `sample` (no copy)
+  // The samples [start, end) in place; with zero_pad_to > end - start, that many samples: zeros written after them
+  // (over any kept samples after `end`). Throws std::out_of_range for a range outside the samples kept.
+  const float* view(int64_t start, int64_t end, int64_t zero_pad_to = 0);
+  void release() {
+    std::vector<float>().swap(data_);
+    head_ = tail_ = 0;
+  }
+
+ private:
+  void make_room(int64_t n);
+
+  std::vector<float> data_;
+  int64_t head_ = 0;   // index in data_ of the oldest sample kept
+  int64_t tail_ = 0;   // index in data_ one past the newest
+  int64_t start_ = 0;  // absolute sample index of data_[head_]
+};
+
 class BufferedDecoder {
  public:
   // Throws ContextError when the window (left + chunk + right) is longer than the .pte's supported audio.
@@ -71,7 +102,8 @@ class BufferedDecoder {
   int64_t num_windows() const { return num_windows_; }
   int64_t frame_samples() const { return frame_samples_; }
   int64_t window_samples() const { return window_samples_; }
-  size_t buffered_samples() const { return buffer_.size(); }
+  // The sample buffer's size: at most one window plus the largest block fed.
+  size_t buffer_capacity() const { return buffer_.capacity(); }
   const Timings& timings() const { return timings_; }
   const ContextSize& context() const { return context_; }
 
@@ -88,11 +120,12 @@ class BufferedDecoder {
   Timings timings_ = {{"preprocess", 0.0}, {"encode", 0.0}, {"decode", 0.0}};
   int64_t num_windows_ = 0;
   std::optional<TdtDecoderState> state_;
-  std::vector<float> buffer_;  // the newest samples: at most one window plus what is pending
-  int64_t buffer_start_ = 0;   // absolute sample index of buffer_[0]
-  int64_t received_ = 0;       // samples fed so far
-  int64_t next_end_;           // end of the next non-last window
-  int64_t chunk_start_ = 0;    // absolute sample where the next chunk begins
+  // At most one window plus the block being fed; a window is read in place (whole hops, which the preprocessor takes
+  // without a copy), where appending to a vector, copying the window out and padding it held three windows at once.
+  SampleBuffer buffer_;
+  int64_t received_ = 0;     // samples fed so far
+  int64_t next_end_;         // end of the next non-last window
+  int64_t chunk_start_ = 0;  // absolute sample where the next chunk begins
   bool finished_ = false;
 };
 

@@ -241,9 +241,10 @@ ScalarType PteModel::input_dtype(const std::string& method, size_t index) {
   return info->scalar_type();
 }
 
-std::pair<HostTensor, int64_t> PteModel::preprocessor(std::vector<float>& audio, int64_t length) {
-  auto wave =
-      executorch::extension::make_tensor_ptr({static_cast<SizesType>(audio.size())}, audio.data(), ScalarType::Float);
+std::pair<HostTensor, int64_t> PteModel::preprocessor(const float* audio, int64_t samples, int64_t length) {
+  // The method only reads its input: the const_cast fits the tensor API, nothing writes through it.
+  auto wave = executorch::extension::make_tensor_ptr({static_cast<SizesType>(samples)}, const_cast<float*>(audio),
+                                                     ScalarType::Float);
   auto len = executorch::extension::make_tensor_ptr(std::vector<int64_t>{length});
   auto out = run("preprocessor", {EValue(wave), EValue(len)});
   return {HostTensor::copy_of(tensor_output(out, 0, "preprocessor")), scalar_output(out, 1, "preprocessor")};

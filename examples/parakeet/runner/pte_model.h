@@ -63,8 +63,9 @@ class PteModel {
   const ModelMetadata& metadata() const { return metadata_; }
   const std::string& path() const { return path_; }
 
-  // Log-mel features of a hop-aligned waveform: float32 [S] (valid samples `length`) -> ([1, F, T_mel], frames).
-  std::pair<HostTensor, int64_t> preprocessor(std::vector<float>& audio, int64_t length);
+  // Log-mel features of a hop-aligned waveform: float32 [samples] at `audio` (valid samples `length`; read, not
+  // written) -> ([1, F, T_mel], frames).
+  std::pair<HostTensor, int64_t> preprocessor(const float* audio, int64_t samples, int64_t length);
   // Projected encoder frames: [1, F, T_mel] -> ([1, T_enc, J], valid encoder frames).
   std::pair<HostTensor, int64_t> encoder(const HostTensor& features, int64_t feature_length);
 

@@ -43,8 +43,13 @@ double Transcriber::max_audio_seconds() const {
 }
 
 Encoded Transcriber::encode(const std::vector<float>& audio, Timings& timings) {
-  const auto& meta = model_.metadata();
   const auto n = static_cast<int64_t>(audio.size());
+  return encode(audio.data(), n, n, timings);
+}
+
+Encoded Transcriber::encode(const float* audio, int64_t size, int64_t valid, Timings& timings) {
+  const auto& meta = model_.metadata();
+  const int64_t n = valid;
   if (n > meta.max_audio_samples) {
     throw AudioRangeError("audio is " + format_seconds(static_cast<double>(n) / meta.sample_rate) +
                           " s long; this model.pte supports up to " + format_seconds(max_audio_seconds()) +
@@ -55,11 +60,16 @@ Encoded Transcriber::encode(const std::vector<float>& audio, Timings& timings) {
   // `length`, where NeMo's featurizer masks them out, exactly as batch padding in NeMo.
   const int64_t hop = meta.hop_length;
   const int64_t padded = std::max((n + hop - 1) / hop * hop, meta.min_audio_samples);
-  std::vector<float> wave(static_cast<size_t>(padded), 0.0f);
-  std::copy(audio.begin(), audio.end(), wave.begin());
+  std::vector<float> wave;
+  const float* input = audio;
+  if (size != padded) {  // else already whole hops (a buffered window, or padded by the caller): no copy
+    wave.assign(static_cast<size_t>(padded), 0.0f);
+    std::copy(audio, audio + std::min(n, size), wave.begin());
+    input = wave.data();
+  }
 
   const auto t0 = std::chrono::steady_clock::now();
-  auto [features, feature_length] = model_.preprocessor(wave, n);
+  auto [features, feature_length] = model_.preprocessor(input, padded, n);
   add_timing(timings, "preprocess", seconds_since(t0));
   const auto t1 = std::chrono::steady_clock::now();
   auto [encoded, num_frames] = model_.encoder(features, feature_length);

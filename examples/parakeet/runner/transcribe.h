@@ -56,6 +56,9 @@ class Transcriber {
   // preprocessor + encoder on one waveform (1 .. max_audio_samples samples at the model's rate); adds the
   // preprocess and encode seconds to `timings`. Throws AudioRangeError when the audio is longer than the .pte takes.
   Encoded encode(const std::vector<float>& audio, Timings& timings);
+  // The same over `size` samples at `audio` of which the first `valid` are the waveform: a caller that pads in its
+  // own buffer (size whole hops, zeros after `valid`) spares the copy that padding makes here.
+  Encoded encode(const float* audio, int64_t size, int64_t valid, Timings& timings);
   // The decoder's state before the first frame: the prediction network primed with blank.
   TdtDecoderState initial_decoder_state();
   // Greedy TDT decoding of encoder frames first .. first + count - 1, continuing from `state` (left unchanged, so a

@@ -22,6 +22,7 @@ Memory is bounded by one window: nothing grows with the input except the list of
 
 from __future__ import annotations
 
+import ctypes
 import time
 from dataclasses import dataclass, field
 
@@ -116,6 +117,72 @@ class StreamUpdate:
     end_frame: int = 0
 
 
+class SampleBuffer:
+    """The newest samples of a stream in one float32 array, read back as views: a stream's window without a copy.
+
+    Samples are appended at the tail and dropped at the head by moving an index. When the tail runs out of room, the
+    samples kept move to the front with one ``memmove`` (which allows the overlap, so no temporary copy is made), and
+    the array grows, to exactly what is needed, only for a block larger than the room left after that. Memory: the
+    samples kept plus the largest block fed, amortised O(1) work per sample whatever the block size.
+
+    Args:
+        capacity: samples to allocate at first (zeros, so the pages are touched only when written).
+    """
+
+    def __init__(self, capacity: int):
+        self.data = np.zeros(capacity, np.float32)
+        self._head = 0  # index in `data` of the oldest sample kept
+        self._tail = 0  # index in `data` one past the newest sample
+        self.start = 0  # absolute sample index of data[_head]
+
+    @property
+    def end(self) -> int:
+        """Absolute sample index one past the newest sample."""
+        return self.start + self._tail - self._head
+
+    def append(self, samples: np.ndarray) -> None:
+        """Add float32 samples [n] after the newest."""
+        n = samples.shape[0]
+        self._room(n)
+        self.data[self._tail : self._tail + n] = samples
+        self._tail += n
+
+    def drop_before(self, sample: int) -> None:
+        """Forget the samples before absolute index ``sample`` (no copy; nothing happens for one already gone)."""
+        k = min(max(0, sample - self.start), self._tail - self._head)
+        self._head += k
+        self.start += k
+
+    def view(self, start: int, end: int, zero_pad_to: int | None = None) -> np.ndarray:
+        """The samples [start, end) (absolute; ``end`` at most ``self.end``) as a view of ``data``; with
+        ``zero_pad_to``, that many samples: the rest zeros written after them, which overwrites any kept samples
+        after ``end``. Raises ValueError for a range outside the samples kept."""
+        if not self.start <= start <= end <= self.end:
+            raise ValueError(f"samples [{start}, {end}) are not all kept (kept: [{self.start}, {self.end}))")
+        n = end - start
+        if zero_pad_to is not None and zero_pad_to > n:
+            self._room(zero_pad_to - (self.end - start))
+            a = self._head + start - self.start
+            self.data[a + n : a + zero_pad_to] = 0.0
+            return self.data[a : a + zero_pad_to]
+        a = self._head + start - self.start
+        return self.data[a : a + n]
+
+    def _room(self, n: int) -> None:
+        """Make room for ``n`` samples after the tail."""
+        if self._tail + n <= self.data.shape[0]:
+            return
+        kept = self._tail - self._head
+        if kept + n <= self.data.shape[0]:
+            if kept and self._head:
+                ctypes.memmove(self.data.ctypes.data, self.data.ctypes.data + 4 * self._head, 4 * kept)
+        else:
+            grown = np.zeros(kept + n, np.float32)
+            grown[:kept] = self.data[self._head : self._tail]
+            self.data = grown
+        self._head, self._tail = 0, kept
+
+
 class BufferedDecoder:
     """Streaming buffered TDT decoding: feed it sample blocks, it returns the tokens each decoded chunk makes final.
 
@@ -151,8 +218,9 @@ class BufferedDecoder:
         self.timings = {"preprocess": 0.0, "encode": 0.0, "decode": 0.0}
         self.num_windows = 0
         self._state: TdtDecoderState | None = None
-        self._buffer = np.zeros(0, np.float32)  # the newest samples: at most one window plus what is pending
-        self._buffer_start = 0  # absolute sample index of _buffer[0]
+        # At most one window plus the block being fed; a window is a view of it (whole hops, which the preprocessor
+        # takes without a copy), where concatenating each block and padding each window held three windows at once.
+        self._buffer = SampleBuffer(self.window_samples + meta.hop_length)
         self._received = 0  # samples fed so far
         self._next_end = (context.chunk + context.right) * self.frame_samples  # end of the next non-last window
         self._chunk_start = 0  # absolute sample where the next chunk begins
@@ -170,7 +238,10 @@ class BufferedDecoder:
         if self._finished:
             raise RuntimeError("feed() after finish(): start a new BufferedDecoder")
         samples = np.asarray(samples, dtype=np.float32).reshape(-1)
-        self._buffer = np.concatenate([self._buffer, samples]) if self._buffer.size else samples.copy()
+        # Every window from here on ends at or after the samples received so far, so none starts before the last
+        # window's worth of them: older samples are never read again.
+        self._buffer.drop_before(self._received - self.window_samples)
+        self._buffer.append(samples)
         self._received += samples.shape[0]
         update = StreamUpdate(end_frame=self._decoded_frames())
         while self._received > self._next_end:
@@ -186,7 +257,7 @@ class BufferedDecoder:
         update = StreamUpdate(end_frame=self._decoded_frames())
         if self._received > self._chunk_start:
             self._decode_window(self._received, last=True, update=update)
-        self._buffer = np.zeros(0, np.float32)
+        self._buffer = SampleBuffer(0)
         return update
 
     def _decoded_frames(self) -> int:
@@ -195,11 +266,16 @@ class BufferedDecoder:
     def _decode_window(self, end: int, last: bool, update: StreamUpdate) -> None:
         fs = self.frame_samples
         start = max(0, end - self.window_samples)
-        window = self._buffer[start - self._buffer_start : end - self._buffer_start]
+        if last:  # zero-padded to whole hops in place: no sample after `end` is read again
+            meta = self.transcriber.model.metadata
+            padded = max(-(-(end - start) // meta.hop_length) * meta.hop_length, meta.min_audio_samples)
+            window = self._buffer.view(start, end, zero_pad_to=padded)
+        else:
+            window = self._buffer.view(start, end)
         chunk_start = self._chunk_start
         chunk_end = end if last else end - self.context.right * fs
         left_frames = (chunk_start - start) // fs
-        encoded, valid_frames, stage = self.transcriber.encode(window)
+        encoded, valid_frames, stage = self.transcriber.encode(window, end - start)
         for k, v in stage.items():
             self.timings[k] += v
         t0 = time.perf_counter()
@@ -220,11 +296,6 @@ class BufferedDecoder:
         self.timings["decode"] += time.perf_counter() - t0
         self.num_windows += 1
         self._chunk_start = chunk_end
-        # Every later window ends after this one, so none starts before this window's start.
-        keep_from = max(self._buffer_start, start)
-        if not last and keep_from > self._buffer_start:
-            self._buffer = self._buffer[keep_from - self._buffer_start :].copy()
-            self._buffer_start = keep_from
 
 
 def transcribe_buffered(

@@ -13,7 +13,6 @@ one ``error:`` line on stderr naming it (and an ``error`` entry in JSON output),
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -222,6 +221,8 @@ def _timing_line(transcript, wall: float) -> str:
 
 def _median_line(runs: list) -> str:
     """The figures of ``_timing_line`` as medians over ``[(Transcript, wall seconds), ...]`` of one file."""
+    import statistics
+
     stages = {k: statistics.median(t.timings[k] for t, _ in runs) for k in runs[0][0].timings if k != "windows"}
     return _figures(stages, runs[0][0].audio_seconds, statistics.median(w for _, w in runs))
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from .buffered import BufferedDecoder, ContextError, ContextSize, transcribe_buffered
 
-# Files: 4 s of left and 2 s of right context, and the chunk (None) as long as the .pte's bound allows: 54 s in the
-# default 60 s bound, so that the contexts cost 6 s of encoder work per 54 s decoded, and a .pte exported with a
+# Files: 4 s of left and 2 s of right context, and the chunk (None) as long as the .pte's bound allows: 34 s in the
+# default 40 s bound, so that the contexts cost 6 s of encoder work per 34 s decoded, and a .pte exported with a
 # smaller --max-audio-seconds (a smaller memory plan) works with the defaults, in windows of its own bound. Over a
 # file of known length that chunk is then evened out (buffered_context). benchmarks/bench_longform.py (speed) and
 # bench_longform_accuracy.py (WER on the demo model) measured the choice.

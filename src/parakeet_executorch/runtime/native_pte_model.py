@@ -16,8 +16,8 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import os
+import re
 import sys
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
@@ -141,6 +141,24 @@ _LOWBIT_ENV = "FPA_LOWBIT_EXECUTORCH_LIB"
 _LOWBIT_LIBS: dict[str, ctypes.CDLL] = {}
 
 
+def _executorch_version() -> str:
+    """The installed executorch release ("1.5.1"), "" if none: read from its ``version.py`` rather than through
+    ``importlib.metadata``, whose import (the ``email`` package and more) adds 1.8 MiB to a runner that asks once."""
+    spec = importlib.util.find_spec("executorch")
+    for location in (spec.submodule_search_locations or []) if spec is not None else []:
+        version_file = Path(location) / "version.py"
+        if version_file.is_file():
+            found = re.search(r"""^__version__\s*=\s*['"]([^'"+]+)""", version_file.read_text(), re.MULTILINE)
+            if found:
+                return found.group(1)
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("executorch")
+    except PackageNotFoundError:
+        return ""
+
+
 def _load_lowbit_kernels() -> None:
     env = os.environ.get(_LOWBIT_ENV)
     if env:
@@ -154,10 +172,7 @@ def _load_lowbit_kernels() -> None:
         lib_dir = Path(list(spec.submodule_search_locations)[0]) / "lib"
         path = lib_dir / "libfpa_lowbit_executorch.so"
         built_for = (lib_dir / "executorch_version.txt").read_text().strip() if path.is_file() else ""
-        try:
-            have = version("executorch")
-        except PackageNotFoundError:
-            have = ""
+        have = _executorch_version()
         if built_for and have and built_for != have:
             raise NativeRuntimeError(
                 f"fpa-lowbit's ExecuTorch kernels were built for executorch {built_for} but {have} is installed: "

@@ -110,11 +110,13 @@ class SinglePassTranscriber:
         meta = self.model.metadata
         return meta.max_audio_samples / meta.sample_rate
 
-    def encode(self, audio: np.ndarray) -> tuple:
+    def encode(self, audio: np.ndarray, valid_samples: int | None = None) -> tuple:
         """Run ``preprocessor`` and ``encoder`` on one waveform.
 
         Args:
             audio: float32 [samples] at the model's sample rate, 1 .. ``max_audio_samples`` long.
+            valid_samples: the waveform's length when ``audio`` already carries zero padding after it (a caller
+                that pads in its own buffer spares the copy made here); None: all of ``audio``.
         Returns:
             (projected encoder frames float32 [1, T_enc, J] (numpy, or torch under ``pybind``), valid encoder frames,
             timings in seconds:
@@ -123,7 +125,7 @@ class SinglePassTranscriber:
             AudioRangeError: the audio is longer than the .pte supports.
         """
         meta = self.model.metadata
-        n = int(audio.shape[0])
+        n = int(audio.shape[0]) if valid_samples is None else int(valid_samples)
         if n > meta.max_audio_samples:
             raise AudioRangeError(
                 f"audio is {n / meta.sample_rate:.2f} s long; this model.pte supports up to "
@@ -133,8 +135,12 @@ class SinglePassTranscriber:
         # The preprocessor takes a whole number of hops and at least its traced minimum; the zeros added here lie
         # past `length`, where NeMo's featurizer masks them out, exactly as batch padding in NeMo.
         padded = max(-(-n // meta.hop_length) * meta.hop_length, meta.min_audio_samples)
-        wave = np.zeros(padded, dtype=np.float32)
-        wave[:n] = audio
+        if audio.shape[0] == padded and audio.dtype == np.float32 and audio.flags.c_contiguous:
+            # Already whole hops (a buffered window, or padded by the caller): the one window-sized copy spared.
+            wave = audio
+        else:
+            wave = np.zeros(padded, dtype=np.float32)
+            wave[:n] = audio[:n]
         t0 = time.perf_counter()
         features, feature_length = self.model.preprocessor(wave, n)
         t1 = time.perf_counter()
