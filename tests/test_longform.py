@@ -266,9 +266,9 @@ def test_default_chunk_fills_the_bound(transcriber_xnnpack, exported_20s):
     from parakeet_executorch.runtime.longform import FILE_CONTEXT, LongFormOptions
 
     default = LongFormOptions(*FILE_CONTEXT)
-    meta60 = transcriber_xnnpack.model.metadata
+    meta_default = transcriber_xnnpack.model.metadata  # the default bound
     meta20 = make_transcriber(exported_20s).model.metadata
-    assert default.for_model(meta60) == LongFormOptions(4.0, 54.0, 2.0)
+    assert default.for_model(meta_default) == LongFormOptions(4.0, DEFAULT_MAX_AUDIO_SECONDS - 6.0, 2.0)
     assert default.for_model(meta20) == LongFormOptions(4.0, 14.0, 2.0)
     explicit = LongFormOptions(4.0, 8.0, 4.0)
     assert explicit.for_model(meta20) is explicit  # a chunk given is kept
