@@ -42,7 +42,9 @@ def run_export(model: str, recipe: str, out_dir: Path, log: Path) -> dict:
 
     from parakeet_executorch.export.api import ExportOptions
 
-    cmd = export_step(model, ExportOptions(backend="xnnpack", quantize=recipe, output_dir=out_dir))
+    # The encoder is timed and profiled at 60 s, so the export takes 60 s (the default bound is 40 s).
+    options = ExportOptions(backend="xnnpack", quantize=recipe, output_dir=out_dir, max_audio_seconds=60.0)
+    cmd = export_step(model, options)
     t0 = time.perf_counter()
     with open(log, "w") as f:
         rc = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT)

@@ -258,7 +258,7 @@ def test_cli_usage_errors(exported_xnnpack, long_wav):
 
 @pytest.fixture(scope="module")
 def exported_20s(tiny_nemo, export_root):
-    """The tiny model exported for windows of at most 20 s (a smaller memory plan than the default 60 s)."""
+    """The tiny model exported for windows of at most 20 s (a smaller memory plan than the default 40 s)."""
     return export_tiny(tiny_nemo, export_root, "xnnpack", "--max-audio-seconds", "20")
 
 
