@@ -310,7 +310,7 @@ DEMO_DEFAULT_RUN = {("fpa4w", "xnnpack"), ("8da4w", "xnnpack")}
 def test_recipe_pte_matches_eager_on_the_trained_demo_model(demo_nemo, export_root, heldout_speech, recipe, backend):
     """On a trained model each recipe's .pte follows its eager quantized model, frame by frame.
 
-    On the shipped trained demo model and ~40 s of held-out speech (554 encoder frames), scored with the decoding
+    On the shipped trained demo model and ~44 s of held-out speech (554 encoder frames), scored with the decoding
     context of ``compare_joint_argmax``: every recipe agrees with eager on >= 99.5 % of the frames. The weight-only
     recipes (float activations) give eager's tokens exactly. The dynamic-activation recipes (8da*) round each
     activation to int8, and XNNPACK's float arithmetic differs from PyTorch's by ~1e-6, which now and then moves a
@@ -319,7 +319,8 @@ def test_recipe_pte_matches_eager_on_the_trained_demo_model(demo_nemo, export_ro
     (``NEAR_TIE_PERCENT``) and the tokens away from the flips (``FLIP_RADIUS``) must equal eager's.
     """
     audio, _ = heldout_speech
-    folder = export_tiny(demo_nemo, export_root, backend, "--quantize", recipe)
+    # One pass over the whole 44 s (frames compared one by one): a bound past the default 40 s.
+    folder = export_tiny(demo_nemo, export_root, backend, "--quantize", recipe, "--max-audio-seconds", "60")
     transcriber = make_transcriber(folder)
     model = eager_quantized(demo_nemo, recipe)
     ref = nemo_transcribe(model, audio)
