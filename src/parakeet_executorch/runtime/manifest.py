@@ -238,6 +238,7 @@ def _in_workers(
             options.non_finite,
             LEVELS[options.timestamps],
             threads,
+            os.getpid(),
         ),
     )
     pending = iter(todo)

@@ -75,10 +75,11 @@ def init_worker(
     non_finite: str,
     levels: tuple[str, ...],
     threads: int,
+    parent: int,
 ) -> None:
     """The pool's initializer: library output to the parent's log file ``log`` (None: left on stderr, as with
-    ``-v``), Ctrl-C left to the parent, an exit within a second of the parent's death, ``threads`` torch threads,
-    and the model loaded once."""
+    ``-v``), Ctrl-C left to the parent, an exit within a second of the death of ``parent`` (the pool owner's PID,
+    taken there), ``threads`` torch threads, and the model loaded once."""
     import signal
 
     from ..library_log import join_log
@@ -86,7 +87,9 @@ def init_worker(
     global _state
     join_log(log)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
+    # The owner's PID comes from the owner: a worker that starts after its owner was killed (a slow spawn) would
+    # read init's PID from getppid() and wait on it forever.
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
     with redirect_stderr(io.StringIO()):  # the runtime's load chatter; the parent loaded (and showed) it once
         limit_threads(threads)
         transcriber = load(model_path, tokenizer, check_fingerprint, long_form)
