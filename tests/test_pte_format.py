@@ -25,12 +25,13 @@ def cpp_name_list(function: str) -> list[str]:
 
 
 def cpp_metadata_fields() -> list[str]:
-    """The members of the C++ ``struct ModelMetadata`` in pte_model.h, in order."""
+    """The data members of the C++ ``struct ModelMetadata`` in pte_model.h, in order (member functions skipped)."""
     header = (RUNNER / "pte_model.h").read_text()
     struct = re.search(r"struct ModelMetadata \{(.*?)\n\};", header, re.S)
     assert struct, "struct ModelMetadata not found in pte_model.h"
     lines = [re.sub(r"//.*", "", line).strip() for line in struct.group(1).splitlines()]
-    return [re.match(r".*?(\w+)\s*(=.*)?;$", line).group(1) for line in lines if line.endswith(";")]
+    members = [line for line in lines if line.endswith(";") and "(" not in line]
+    return [re.match(r".*?(\w+)\s*(=.*)?;$", line).group(1) for line in members]
 
 
 def test_cpp_runner_requires_the_same_compute_methods():
@@ -87,3 +88,19 @@ def test_runtime_never_imports_export():
                 module = node.module or ""
                 assert not (node.level >= 2 and module.startswith("export")), f"{path.name} imports ..{module}"
                 assert not module.startswith("parakeet_executorch.export"), f"{path.name} imports {module}"
+
+
+def test_padded_samples_rounds_up_to_whole_hops_and_the_traced_minimum():
+    meta = pte_format.ModelMetadata(
+        sample_rate=16000,
+        window_stride=0.01,
+        hop_length=160,
+        subsampling_factor=8,
+        blank_id=0,
+        vocab_size=1,
+        min_audio_samples=1600,
+    )
+    for n, want in [(0, 1600), (1, 1600), (1600, 1600), (1601, 1760), (1760, 1760), (16001, 16160)]:
+        got = meta.padded_samples(n)
+        assert got == want, (n, got)
+        assert got % meta.hop_length == 0 and got >= max(n, meta.min_audio_samples)

@@ -117,6 +117,14 @@ class ModelMetadata:
         """The metadata as ExecuTorch constant methods (name -> int, float or list of ints)."""
         return asdict(self)
 
+    def padded_samples(self, n: int) -> int:
+        """Samples the preprocessor method takes for ``n`` samples of audio: whole hops, at least its traced minimum.
+
+        The zeros added past ``n`` lie past the length given with them, where NeMo's featurizer masks them out,
+        exactly as batch padding does in NeMo (``AudioToMelSpectrogramPreprocessor``).
+        """
+        return max(-(-n // self.hop_length) * self.hop_length, self.min_audio_samples)
+
 
 # The metadata's constant methods, in field order, and those a .pte may lack (added by later exports).
 METADATA_METHODS: tuple[str, ...] = tuple(ModelMetadata.__dataclass_fields__)

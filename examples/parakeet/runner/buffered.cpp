@@ -157,11 +157,8 @@ void SampleBuffer::make_room(int64_t n) {
 void BufferedDecoder::decode_window(int64_t end, bool last, StreamUpdate& update) {
   const int64_t fs = frame_samples_;
   const int64_t start = std::max<int64_t>(0, end - window_samples_);
-  const auto& meta = transcriber_.metadata();
   // The last window is zero-padded to whole hops in place: no sample after `end` is read again.
-  const int64_t size =
-      last ? std::max((end - start + meta.hop_length - 1) / meta.hop_length * meta.hop_length, meta.min_audio_samples)
-           : end - start;
+  const int64_t size = last ? transcriber_.metadata().padded_samples(end - start) : end - start;
   const float* window = buffer_.view(start, end, last ? size : 0);
   const int64_t chunk_start = chunk_start_;
   const int64_t chunk_end = last ? end : end - context_.right * fs;

@@ -66,7 +66,6 @@ class SampleBuffer {
 
   int64_t start() const { return start_; }                // absolute index of the oldest sample kept
   int64_t end() const { return start_ + tail_ - head_; }  // absolute index one past the newest
-  size_t capacity() const { return data_.size(); }
   void append(const std::vector<float>& samples);
   void drop_before(int64_t sample);  // forget the samples before absolute index `sample` (no copy)
   // The samples [start, end) in place; with zero_pad_to > end - start, that many samples: zeros written after them
@@ -102,8 +101,6 @@ class BufferedDecoder {
   int64_t num_windows() const { return num_windows_; }
   int64_t frame_samples() const { return frame_samples_; }
   int64_t window_samples() const { return window_samples_; }
-  // The sample buffer's size: at most one window plus the largest block fed.
-  size_t buffer_capacity() const { return buffer_.capacity(); }
   const Timings& timings() const { return timings_; }
   const ContextSize& context() const { return context_; }
 

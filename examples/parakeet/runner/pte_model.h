@@ -6,6 +6,7 @@
 #include <executorch/extension/module/module.h>
 #include <executorch/extension/tensor/tensor.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -33,6 +34,12 @@ struct ModelMetadata {
   int64_t max_audio_samples = 0;
   // Optional (later exports): hex SHA-256 of the tokenizer's serialized SentencePiece model; "" when absent.
   std::string tokenizer_sha256;
+
+  // Samples the preprocessor method takes for n samples of audio: whole hops, at least its traced minimum. The
+  // zeros past n lie past the length given with them, where NeMo's featurizer masks them out (pte_format.py).
+  int64_t padded_samples(int64_t n) const {
+    return std::max((n + hop_length - 1) / hop_length * hop_length, min_audio_samples);
+  }
 };
 
 // A tensor the runner owns. Method outputs live in the method's planned memory and are overwritten by its next

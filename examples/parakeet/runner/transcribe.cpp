@@ -56,10 +56,7 @@ Encoded Transcriber::encode(const float* audio, int64_t size, int64_t valid, Tim
                           " s in one pass. Use buffered decoding (--chunk_seconds), split the audio, or re-export "
                           "with a larger --max-audio-seconds.");
   }
-  // The preprocessor takes a whole number of hops and at least its traced minimum; the zeros added here lie past
-  // `length`, where NeMo's featurizer masks them out, exactly as batch padding in NeMo.
-  const int64_t hop = meta.hop_length;
-  const int64_t padded = std::max((n + hop - 1) / hop * hop, meta.min_audio_samples);
+  const int64_t padded = meta.padded_samples(n);
   std::vector<float> wave;
   const float* input = audio;
   if (size != padded) {  // else already whole hops (a buffered window, or padded by the caller): no copy

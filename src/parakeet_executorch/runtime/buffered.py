@@ -267,8 +267,7 @@ class BufferedDecoder:
         fs = self.frame_samples
         start = max(0, end - self.window_samples)
         if last:  # zero-padded to whole hops in place: no sample after `end` is read again
-            meta = self.transcriber.model.metadata
-            padded = max(-(-(end - start) // meta.hop_length) * meta.hop_length, meta.min_audio_samples)
+            padded = self.transcriber.model.metadata.padded_samples(end - start)
             window = self._buffer.view(start, end, zero_pad_to=padded)
         else:
             window = self._buffer.view(start, end)

@@ -132,9 +132,7 @@ class SinglePassTranscriber:
                 f"{self.max_audio_seconds:.2f} s in one pass. Use buffered decoding (--chunk-seconds), split the "
                 "audio, or re-export with a larger --max-audio-seconds."
             )
-        # The preprocessor takes a whole number of hops and at least its traced minimum; the zeros added here lie
-        # past `length`, where NeMo's featurizer masks them out, exactly as batch padding in NeMo.
-        padded = max(-(-n // meta.hop_length) * meta.hop_length, meta.min_audio_samples)
+        padded = meta.padded_samples(n)
         if audio.shape[0] == padded and audio.dtype == np.float32 and audio.flags.c_contiguous:
             # Already whole hops (a buffered window, or padded by the caller): the one window-sized copy spared.
             wave = audio
