@@ -71,3 +71,23 @@ def test_keep_node_order_swaps_executorchs_sort_and_restores_it():
     with keep_node_order():
         assert lowered_backend_module.legalize_graph is stable_legalize_graph
     assert lowered_backend_module.legalize_graph is original
+
+
+def test_a_graph_in_valid_order_is_kept_without_a_rebuild_and_recompiled():
+    from parakeet_executorch.export.xnnpack.node_order import SORT_STATS, stable_legalize_graph
+
+    gm = _two_chains()
+    graph, nodes = gm.graph, list(gm.graph.nodes)
+    # Change the graph the way a cut does, without going through the graph setter: gm.code is now stale.
+    out = next(n for n in nodes if n.name == "out")
+    with graph.inserting_before(out):
+        c = graph.call_function(torch.sigmoid, (nodes[1],), name="c")
+    out.args = (out.args[0], c)
+    assert "sigmoid" not in gm.code
+    before = dict(SORT_STATS)
+    gm = stable_legalize_graph(gm)
+    assert gm.graph is graph and list(gm.graph.nodes) == nodes[:-2] + [c] + nodes[-2:]
+    assert SORT_STATS["kept"] == before["kept"] + 1
+    assert "sigmoid" in gm.code  # recompiled, as installing a new graph would have done
+    x = torch.randn(5)
+    assert torch.equal(gm(x), torch.relu(x) + torch.sigmoid(torch.relu(x)))

@@ -23,15 +23,27 @@ from unittest import mock
 
 import torch
 
+# Re-sorts by :func:`stable_legalize_graph` since import: graphs kept as they were, and graphs rebuilt.
+SORT_STATS = {"kept": 0, "sorted": 0}
+
 
 def stable_legalize_graph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """``torch.fx.passes.tools_common.legalize_graph`` with a stable order: replace ``gm``'s graph by one with the
     same nodes in a topological order that keeps the current order wherever it is already valid (ties between
     ready nodes go to the earlier one). Modifies ``gm`` in place and returns it.
 
+    A graph already in a valid order is left as it is (the stable sort of a valid order is that order), without
+    the rebuild: executorch re-sorts the whole graph after every partition it cuts, and rebuilding each time made
+    the full-size fp32 encoder's lowering spend a tenth of its time here, fpa4w's (219 partitions) more.
+
     Raises:
         RuntimeError: the graph has a cycle (as ``legalize_graph``).
     """
+    if _in_valid_order(gm.graph):
+        SORT_STATS["kept"] += 1
+        gm.recompile()  # what installing a new graph would have done (the cut changed the graph)
+        return gm
+    SORT_STATS["sorted"] += 1
     nodes = list(gm.graph.nodes)
     position = {node: i for i, node in enumerate(nodes)}
     pending = dict.fromkeys(nodes, 0)
@@ -54,6 +66,16 @@ def stable_legalize_graph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     new_graph._codegen = gm.graph._codegen
     gm.graph = new_graph
     return gm
+
+
+def _in_valid_order(graph: torch.fx.Graph) -> bool:
+    """Whether every node of ``graph`` comes after all of its inputs."""
+    seen: set[torch.fx.Node] = set()
+    for node in graph.nodes:
+        if not seen.issuperset(node.all_input_nodes):
+            return False
+        seen.add(node)
+    return True
 
 
 @contextmanager
