@@ -33,8 +33,8 @@ def stable_legalize_graph(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     ready nodes go to the earlier one). Modifies ``gm`` in place and returns it.
 
     A graph already in a valid order is left as it is (the stable sort of a valid order is that order), without
-    the rebuild: executorch re-sorts the whole graph after every partition it cuts, and rebuilding each time made
-    the full-size fp32 encoder's lowering spend a tenth of its time here, fpa4w's (219 partitions) more.
+    the rebuild: executorch re-sorts the whole graph after every partition it cuts, and rebuilding it each time was
+    a sixth of the full-size fp32 lowering (24 of 145 s, 172 re-sorts, 165 of them of an already valid order).
 
     Raises:
         RuntimeError: the graph has a cycle (as ``legalize_graph``).
