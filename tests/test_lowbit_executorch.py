@@ -7,6 +7,8 @@ Python runtime with executorch_kernels.load()).
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 from fpa_lowbit import UIntxWeight, UIntxWeightOnlyConfig
@@ -69,6 +71,29 @@ def test_pte_fpa4w_runs_and_equals_eager(kernels, xnnpack, tmp_path):
         y = _run(path, x)
         assert y.shape == (M, 6)
         torch.testing.assert_close(y, m(x), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="lists the process's threads from Linux's /proc")
+def test_pte_runs_on_executorch_thread_pool(kernels, tmp_path):
+    """The kernels run on ExecuTorch's own thread pool (the one XNNPACK's delegate uses) and start no thread of
+    their own; the pool's size changes nothing in the result's bits."""
+    from executorch.extension.pybindings import portable_lib
+
+    m, _, path = _export_pte(4, 32, False, tmp_path)  # portable: the only threads it could start are the kernels'
+    x = torch.randn(512, 64)  # 512 x 64 x 256 multiply-adds: above the kernels' one-thread cut-off (0.5 M)
+    expected = m(x)  # torch's own threads start here, before the count
+    size = portable_lib._threadpool_get_thread_count()  # creates ExecuTorch's pool (and its threads) if not yet
+    try:
+        portable_lib._unsafe_reset_threadpool(2)
+        threads = set(os.listdir("/proc/self/task"))
+        y2 = _run(path, x)
+        assert set(os.listdir("/proc/self/task")) <= threads
+        portable_lib._unsafe_reset_threadpool(1)
+        y1 = _run(path, x)
+    finally:
+        portable_lib._unsafe_reset_threadpool(size)
+    assert torch.equal(y1, y2)
+    torch.testing.assert_close(y2, expected, atol=1e-4, rtol=1e-4)
 
 
 def test_pte_keeps_weights_4bit(kernels, tmp_path):

@@ -1,5 +1,5 @@
 // ExecuTorch kernels for torchao::_linear_fp_act_{n}bit_weight.out, n = 1..8, over the shared CPU kernels
-// (lowbit_kernel.h), on as many threads as ExecuTorch's thread pool has.
+// (lowbit_kernel.h), on ExecuTorch's own thread pool (the one its XNNPACK delegate uses).
 //
 // Format (fpa_lowbit's spec): A [M, K] float/half/bfloat16; B uint8 [N, K*n/8]; S, Z [N, K/group_size] in A's dtype;
 // out[m, r] = sum_k A[m, k] * (q[r, k] * S[r, g] + Z[r, g]). Half and bfloat16 operands are widened to float, the
@@ -11,7 +11,6 @@
 #include <executorch/extension/kernel_util/make_boxed_from_unboxed_functor.h>
 #include <executorch/runtime/core/exec_aten/util/tensor_util.h>
 #include <executorch/runtime/kernel/kernel_includes.h>
-#include <executorch/runtime/kernel/thread_parallel_interface.h>
 
 #include <algorithm>
 #include <atomic>
@@ -22,7 +21,19 @@
 #include <vector>
 
 #include "lowbit_kernel.h"
-#include "thread_pool.h"
+
+// The executorch wheel ships libexecutorch_threadpool.so but not extension/threadpool/threadpool.h: these are the
+// two declarations this file needs from it (pthreadpool's stable C API, and the accessor that XNNPACK's delegate
+// calls for the same pool).
+extern "C" {
+typedef struct pthreadpool* pthreadpool_t;
+size_t pthreadpool_get_threads_count(pthreadpool_t threadpool);
+void pthreadpool_parallelize_1d(pthreadpool_t threadpool, void (*function)(void*, size_t), void* context, size_t range,
+                                uint32_t flags);
+}
+namespace executorch::extension::threadpool {
+pthreadpool_t get_pthreadpool();
+}  // namespace executorch::extension::threadpool
 
 namespace fpa_lowbit_executorch {
 
@@ -34,12 +45,24 @@ using executorch::aten::Tensor;
 using executorch::runtime::Error;
 using executorch::runtime::KernelRuntimeContext;
 
-// Threads: as many as ExecuTorch's pool has (its configured size), run by thread_pool.h's pool. Measured here
-// (2 cores, 625 x 1024 x 4096, 4-bit): 19.1 ms through extension::parallel_for (one fixed chunk per thread, even
-// with a shared task counter inside), 17.5 ms with this pool, 13.6 ms for the same kernel in eager.
+// Threads: ExecuTorch's own thread pool, the pthreadpool that its XNNPACK delegate runs on
+// (libexecutorch_threadpool.so's get_pthreadpool()), so a .pte runs on one set of threads whose size the runtime
+// sets. A pool of our own beside it (as before) left idle helpers spinning on the cores XNNPACK's threads needed;
+// on a 2-vCPU AMD EPYC (Zen 4) the swap measured even within that machine's noise (one fpa4w feed-forward block at
+// 125 rows 2-6 % faster, at 625 rows 2-3 % slower; the full-size fpa4w encoder the same within +-15 %).
+// pthreadpool hands each thread a run of task indices and lets it steal from the others when done, so uneven tasks
+// still balance; each output element is computed by one task in a fixed order, so the bits do not depend on which
+// thread ran it.
 fpa_lowbit::ParallelFor thread_pool() {
-  const int threads = static_cast<int>(executorch::extension::get_thread_count());
-  return [threads](int64_t n, const std::function<void(int64_t)>& task) { fpa_lowbit::pool().run(threads, n, task); };
+  pthreadpool_t pool = executorch::extension::threadpool::get_pthreadpool();
+  if (pool == nullptr || pthreadpool_get_threads_count(pool) <= 1) return {};  // linear_f32 then runs serially
+  return [pool](int64_t n, const std::function<void(int64_t)>& task) {
+    auto run_one = [](void* context, size_t i) {
+      (*static_cast<const std::function<void(int64_t)>*>(context))(static_cast<int64_t>(i));
+    };
+    pthreadpool_parallelize_1d(pool, run_one, const_cast<std::function<void(int64_t)>*>(&task), static_cast<size_t>(n),
+                               0);
+  };
 }
 
 template <typename CTYPE>

@@ -1,6 +1,7 @@
-// A small persistent thread pool with dynamic scheduling (one atomic counter; the caller works too), shared by the
-// eager C ABI and the ExecuTorch kernels. Helpers spin briefly after a job before sleeping, so a model's next layer
-// finds them awake. A child of fork() gets a fresh pool (the parent's threads do not exist there).
+// A small persistent thread pool with dynamic scheduling (one atomic counter; the caller works too), for the eager
+// C ABI where torch's intra-op pool is not OpenMP (the ExecuTorch kernels run on ExecuTorch's pool). Helpers spin
+// briefly after a job before sleeping, so a model's next layer finds them awake. A child of fork() gets a fresh pool
+// (the parent's threads do not exist there).
 #pragma once
 
 #include <unistd.h>
