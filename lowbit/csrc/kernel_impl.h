@@ -193,25 +193,28 @@ inline void pack_a(const LinearArgs& a, int64_t k0, int64_t kc, float* ap, int64
   });
 }
 
-// C[0:rows, 0:nr] (+)= Ap[0:kc, 0:MR]^T @ panel[0:kc, 0:nr] (+ bias[0:nr] when bias is given: the last K block)
-// over a packed micro-panel of A; accumulate adds to
-// what C holds. Always MR x NR in registers (padding rows of Ap are zero); only the valid part is stored.
-inline void micro(const float* ap, const float* wp, int64_t kc, float* C, int64_t ldc, bool accumulate, int rows,
-                  int nr, const float* bias) {
-  vf c[MR][NV];
-  for (int i = 0; i < MR; ++i)
+// C[0:R, 0:nr] (+)= Ap[0:kc, 0:R]^T @ panel[0:kc, 0:nr] (+ bias[0:nr] when bias is given: the last K block) over
+// a packed micro-panel of A (MR floats per k, of which the first R rows are computed); accumulate adds to what C
+// holds. R = MR for every full micro-panel; the last one of an M that is not a multiple of MR computes only its
+// R valid rows (at the encoder's M = 125 a padded 12-row tile was 5 % of the multiply-adds). Each row's products
+// are the same operations in the same order whatever R is, so the bits do not depend on it.
+template <int R>
+void micro(const float* ap, const float* wp, int64_t kc, float* C, int64_t ldc, bool accumulate, int nr,
+           const float* bias) {
+  vf c[R][NV];
+  for (int i = 0; i < R; ++i)
     for (int v = 0; v < NV; ++v) c[i][v] = vf{};
   for (int64_t k = 0; k < kc; ++k) {
     vf w[NV];
     for (int v = 0; v < NV; ++v) w[v] = loadu(wp + k * NR + v * VL);
     const float* ak = ap + k * MR;
-    for (int i = 0; i < MR; ++i) {
+    for (int i = 0; i < R; ++i) {
       const vf av = splat(ak[i]);
       for (int v = 0; v < NV; ++v) c[i][v] += av * w[v];
     }
   }
-  if (nr == NR && rows == MR) {
-    for (int i = 0; i < MR; ++i) {
+  if (nr == NR) {
+    for (int i = 0; i < R; ++i) {
       float* ci = C + i * ldc;
       for (int v = 0; v < NV; ++v) {
         if (accumulate) c[i][v] += loadu(ci + v * VL);
@@ -221,7 +224,7 @@ inline void micro(const float* ap, const float* wp, int64_t kc, float* C, int64_
     }
   } else {
     float t[NR];
-    for (int i = 0; i < rows; ++i) {
+    for (int i = 0; i < R; ++i) {
       for (int v = 0; v < NV; ++v) storeu(t + v * VL, c[i][v]);
       float* ci = C + i * ldc;
       for (int j = 0; j < nr; ++j) {
@@ -231,6 +234,14 @@ inline void micro(const float* ap, const float* wp, int64_t kc, float* C, int64_
     }
   }
 }
+
+// micro<R> for R = 1..MR, indexed by R - 1.
+using MicroFn = void (*)(const float*, const float*, int64_t, float*, int64_t, bool, int, const float*);
+template <int... I>
+constexpr std::array<MicroFn, sizeof...(I)> micro_table(std::integer_sequence<int, I...>) {
+  return {&micro<I + 1>...};
+}
+constexpr std::array<MicroFn, MR> kMicro = micro_table(std::make_integer_sequence<int, MR>{});
 
 // Weight rows per task: enough tasks to keep a few threads busy, at most NB_MAX rows (their expanded panels,
 // NB_MAX * KC floats, stay in L2 while every micro-panel of A passes over them).
@@ -275,8 +286,13 @@ void gemm(const LinearArgs& a, const ParallelFor& parallel_for) {
           const int nr = static_cast<int>(std::min<int64_t>(NR, r_end - r));
           for (int64_t p = p0; p < p1; ++p) {
             const int rows = static_cast<int>(std::min<int64_t>(MR, a.M - p * MR));
-            micro(ap + p * KC * MR, wp + s * KC * NR, kc, a.out + p * MR * a.N + r, a.N, kb > 0, rows, nr,
-                  a.bias != nullptr && kb == kblocks - 1 ? a.bias + r : nullptr);
+            const float* bias = a.bias != nullptr && kb == kblocks - 1 ? a.bias + r : nullptr;
+            float* c = a.out + p * MR * a.N + r;
+            if (rows == MR) {
+              micro<MR>(ap + p * KC * MR, wp + s * KC * NR, kc, c, a.N, kb > 0, nr, bias);
+            } else {
+              kMicro[rows - 1](ap + p * KC * MR, wp + s * KC * NR, kc, c, a.N, kb > 0, nr, bias);
+            }
           }
         }
       }
