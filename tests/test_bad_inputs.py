@@ -335,6 +335,8 @@ def test_every_format_of_two_files_parses(exported_xnnpack, jfk_path, bad_clips,
     import srt
     import webvtt
 
+    from parakeet_executorch.runtime.subtitles import subtitle_cues
+
     transcript = make_transcriber(exported_xnnpack).transcribe(load_audio(jfk_path, SAMPLE_RATE))
     files = [str(jfk_path), str(bad_clips / "truncated.wav")]
     assert transcribe_main(["--model", str(exported_xnnpack / "model.pte"), "--format", fmt, *files]) == 0
@@ -346,11 +348,11 @@ def test_every_format_of_two_files_parses(exported_xnnpack, jfk_path, bad_clips,
         assert [e["audio"] for e in json.loads(out)] == files
     elif fmt == "srt":
         subs = list(srt.parse(out))
-        assert subs and subs[0].content == transcript.segments[0].text
+        assert subs and subs[0].content == subtitle_cues(transcript.words)[0].text
         assert [s.index for s in subs] == list(range(1, len(subs) + 1))
     else:
         captions = webvtt.from_string(out).captions
-        assert captions and captions[0].text == transcript.segments[0].text
+        assert captions and captions[0].text == subtitle_cues(transcript.words)[0].text
         assert all(c.identifier is None for c in captions)
 
 

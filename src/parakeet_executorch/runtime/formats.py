@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 
 from .single_pass import Transcript
+from .subtitles import subtitle_cues
 
 LEVELS = {
     "none": (),
@@ -44,8 +45,9 @@ def render(transcripts: list[tuple[str, Transcript | Failure]], fmt: str, timest
         fmt: ``txt`` (text, then one ``[start - end] text`` line per span of the requested levels), ``json`` (one
             object, or a list of objects with an ``audio`` key for several files; a failed file's object is
             ``{"audio", "error"}``), ``jsonl`` (one object with an ``audio`` key per line, failures likewise),
-            ``srt`` (cues from segments, numbered across all files) or ``vtt`` (cues from segments; with several
-            files, a ``NOTE`` block naming each file before its cues). Failed files are left out of txt, srt and vtt
+            ``srt`` (cues numbered across all files) or ``vtt`` (with several files, a ``NOTE`` block naming each
+            file before its cues); cues are the words grouped by ``subtitles.subtitle_cues``: NeMo's segments,
+            also cut at pauses and at a reading length and duration. Failed files are left out of txt, srt and vtt
             (their errors go to stderr).
         timestamps: ``none``, ``token``, ``word``, ``segment`` or ``all``: which levels txt and json include.
     """
@@ -74,7 +76,7 @@ def render(transcripts: list[tuple[str, Transcript | Failure]], fmt: str, timest
         for name, t in done:
             if several and fmt == "vtt":
                 blocks.append(_vtt_note(name))
-            for seg in t.segments:
+            for seg in subtitle_cues(t.words):
                 number += 1
                 head = f"{number}\n" if fmt == "srt" else ""
                 blocks.append(f"{head}{_clock(seg.start, sep)} --> {_clock(seg.end, sep)}\n{seg.text}\n")
