@@ -49,7 +49,7 @@ def test_one_word_over_the_limits_is_a_cue_of_its_own():
 def test_long_unpunctuated_speech_becomes_readable_cues_and_keeps_every_word():
     rng = random.Random(0)
     timed, t = [], 0.0
-    for i in range(600):  # ~3 minutes of words with occasional pauses, as a model without punctuation writes them
+    for _ in range(600):  # ~3 minutes of words with occasional pauses, as a model without punctuation writes them
         t += rng.choice([0.05, 0.1, 0.1, 0.2, 1.5])
         length = rng.uniform(0.15, 0.6)
         timed.append(
