@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 import fpa_lowbit as lowbit
+import numpy as np
 import pytest
 import torch
 from fpa_lowbit import (
@@ -337,11 +338,17 @@ def _quantized(seed=0, **cfg):
 
 
 def test_config_bitwidth_errors():
-    for bad in (0, 9, 16, -1, True):
+    for bad in (0, 9, 16, -1, True, 4.0, "4"):
         with pytest.raises(ValueError, match=f"unsupported bitwidth {bad!r}"):
             UIntxWeightOnlyConfig(bitwidth=bad)
-    with pytest.raises(ValueError, match="unsupported group_size 16"):
-        UIntxWeightOnlyConfig(group_size=16)
+    for bad in (16, 32.0, "32", False):
+        with pytest.raises(ValueError, match=f"unsupported group_size {bad!r}"):
+            UIntxWeightOnlyConfig(group_size=bad)
+    config = UIntxWeightOnlyConfig(bitwidth=np.int64(4), group_size=np.int32(64))  # NumPy integers become ints
+    assert (type(config.bitwidth), type(config.group_size)) == (int, int) and (config.bitwidth, config.group_size) == (
+        4,
+        64,
+    )
     with pytest.raises(ValueError, match="unknown uintx_choose_qparams_algorithm 'gptq'"):
         UIntxWeightOnlyConfig(uintx_choose_qparams_algorithm="gptq")
     assert UIntxWeightOnlyConfig(uintx_choose_qparams_algorithm="minmax").uintx_choose_qparams_algorithm == "min_max"

@@ -3,6 +3,7 @@ shape rules."""
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -13,6 +14,11 @@ from torchao.quantization.transform_module import register_quantize_module_handl
 from .packing import SUPPORTED_BITWIDTHS
 from .qparams import GROUP_SIZES, normalize_algorithm
 from .tensor import UIntxWeight
+
+
+def _is_int(value) -> bool:
+    """An integer (Python's or NumPy's), not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def check_linear_shape(name: str, weight_shape, group_size: int, bitwidth: int, multi_row: bool = True) -> str | None:
@@ -79,16 +85,19 @@ class FpaUIntxWeightOnlyConfig(AOBaseConfig):
     check_metal_rows: bool = False
 
     def __post_init__(self):
-        if isinstance(self.bitwidth, bool) or self.bitwidth not in SUPPORTED_BITWIDTHS:
+        # An int, not merely a value equal to one: 4.0 == 4, but the kernels, the op names and the serialized
+        # config take ints, and a float would fail later with a message that lists 4 as supported.
+        if not _is_int(self.bitwidth) or self.bitwidth not in SUPPORTED_BITWIDTHS:
             raise ValueError(
                 f"{type(self).__name__}: unsupported bitwidth {self.bitwidth!r}; "
-                f"supported bit widths are {list(SUPPORTED_BITWIDTHS)}"
+                f"supported bit widths are the ints {list(SUPPORTED_BITWIDTHS)}"
             )
-        if isinstance(self.group_size, bool) or self.group_size not in GROUP_SIZES:
+        if not _is_int(self.group_size) or self.group_size not in GROUP_SIZES:
             raise ValueError(
                 f"{type(self).__name__}: unsupported group_size {self.group_size!r}; "
-                f"supported group sizes are {list(GROUP_SIZES)}"
+                f"supported group sizes are the ints {list(GROUP_SIZES)}"
             )
+        self.bitwidth, self.group_size = int(self.bitwidth), int(self.group_size)  # a NumPy integer -> int
         try:
             self.uintx_choose_qparams_algorithm = normalize_algorithm(self.uintx_choose_qparams_algorithm)
         except ValueError as exc:

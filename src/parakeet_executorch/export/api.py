@@ -30,6 +30,8 @@ DEFAULT_MAX_AUDIO_SECONDS = 40.0
 MAX_AUDIO_SECONDS_LIMIT = 600.0
 
 Progress = Callable[[str], None]
+QPARAMS = ("hqq", "minmax")  # fpa4w's and fpa8w's parameter choices (fpa_lowbit's algorithms)
+QPARAMS_RECIPES = ("fpa4w", "fpa8w")
 
 
 @dataclass(frozen=True)
@@ -70,13 +72,28 @@ class ExportOptions:
         """The recipe of each part: ``{"encoder": ..., "decoder": ...}``."""
         return {"encoder": self.quantize_encoder or self.quantize, "decoder": self.quantize_decoder or self.quantize}
 
+    @property
+    def uses_qparams(self) -> bool:
+        """Whether a part's recipe takes ``qparams`` (fpa4w, fpa8w)."""
+        return any(recipe in QPARAMS_RECIPES for recipe in self.plan.values())
+
+    @property
+    def quantizes_anything(self) -> bool:
+        """Whether any part (the embedding included) is quantized."""
+        return any(recipe != "none" for recipe in self.plan.values()) or self.quantize_embedding != "none"
+
+    def _plan_text(self) -> str:
+        return f"encoder {self.plan['encoder']}, decoder and joint {self.plan['decoder']}"
+
     def check(self) -> None:
         """Check the options and this host without loading anything (what ``export_pte`` does first).
 
         Raises:
             BackendError: unknown backend, bf16 on a CPU backend, or a backend this host cannot lower.
             RecipeError: unknown recipe, a recipe the backend refuses, or a group size it cannot take.
-            ValueError: ``max_audio_seconds`` outside (0.1, 600].
+            ValueError: ``max_audio_seconds`` outside (0.1, 600]; ``qparams`` other than "hqq" or "minmax", or
+                "minmax" where no part uses fpa4w or fpa8w; a ``group_size`` where nothing is quantized; an empty
+                ``output_dir``.
         """
         from .backends import check_host
         from .recipes import check_embedding_recipe, check_recipe
@@ -86,6 +103,20 @@ class ExportOptions:
             given = self.quantize_encoder if part == "encoder" else self.quantize_decoder
             check_recipe(recipe, self.backend, self.group_size, f"--quantize-{part}" if given else "--quantize")
         check_embedding_recipe(self.quantize_embedding, self.backend)
+        if self.qparams not in QPARAMS:
+            raise ValueError(f"--qparams must be one of {', '.join(QPARAMS)}, got {self.qparams!r}")
+        if self.qparams != "hqq" and not self.uses_qparams:
+            raise ValueError(
+                f"--qparams {self.qparams} applies to {' and '.join(QPARAMS_RECIPES)} only, and no part uses them "
+                f"({self._plan_text()}): leave it out"
+            )
+        if self.group_size is not None and not self.quantizes_anything:
+            raise ValueError(
+                f"--group-size {self.group_size} is for a quantization recipe, and nothing is quantized "
+                f"({self._plan_text()}): leave it out, or name a recipe with --quantize"
+            )
+        if str(self.output_dir) == "":
+            raise ValueError("--output-dir is empty: name a folder (default: parakeet_tdt_exports)")
         if not DEFAULT_MIN_AUDIO_SECONDS < self.max_audio_seconds <= MAX_AUDIO_SECONDS_LIMIT:
             raise ValueError(
                 f"--max-audio-seconds must be in ({DEFAULT_MIN_AUDIO_SECONDS}, "
@@ -108,6 +139,8 @@ def export_pte(
         ``ExportReport``: paths, sizes, stage timings, the quantization summary.
     Raises:
         BackendError, RecipeError, ValueError: bad options or host (``ExportOptions.check``), before loading.
+        ModelLoadError: ``source`` is a missing file or not a .nemo archive (``load.check_model_source``), before
+            loading.
         OutputDirError: ``output_dir`` cannot be created or written (a ValueError), before loading.
         ModelLoadError: the checkpoint is missing, unreachable or not a TDT model.
         RecipeError: with ``strict``, a layer the recipe cannot take.
@@ -115,9 +148,11 @@ def export_pte(
     Options, host and ``output_dir`` (created, and written to once) are checked before the model is loaded. On any
     failure no .pte is left, nor a folder that this call created and nothing was written to.
     """
+    from .load import check_model_source
     from .output_dir import prepare_output_dir, remove_created
 
     options.check()
+    check_model_source(str(source))
     out_dir = Path(options.output_dir)
     created = prepare_output_dir(out_dir)
     try:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
-from pathlib import Path
+import threading
+from contextlib import contextmanager
 
 from ..cli_parser import ArgumentParser
 from ..library_log import VERBOSE_HELP, quiet_cli
-from .api import DEFAULT_MAX_AUDIO_SECONDS, ExportOptions
+from .api import DEFAULT_MAX_AUDIO_SECONDS, QPARAMS, ExportOptions
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,7 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="quantization group size along K, for every quantized part (default: 32 for fpa4w/fpa8w/4w/8da4w, "
         "per channel for 8w/8da8w; 0 = per channel, which fpa4w and fpa8w do not take)",
     )
-    p.add_argument("--qparams", choices=("hqq", "minmax"), default="hqq", help="fpa4w/fpa8w parameter choice")
+    p.add_argument(
+        "--qparams",
+        choices=QPARAMS,
+        default=None,
+        help="fpa4w/fpa8w quantization parameters: hqq (default) or minmax; an error for other recipes",
+    )
     p.add_argument(
         "--strict", action="store_true", help="fail instead of leaving a layer the recipe cannot take in float"
     )
@@ -91,13 +98,35 @@ def options_from_args(args: argparse.Namespace) -> ExportOptions:
         quantize_decoder=args.quantize_decoder,
         quantize_embedding=args.quantize_embedding,
         group_size=args.group_size,
-        qparams=args.qparams,
+        qparams=args.qparams or "hqq",
         strict=args.strict,
         dtype=args.dtype,
-        output_dir=Path(args.output_dir),
+        output_dir=args.output_dir,  # a str: Path("") would be the current folder
         max_audio_seconds=args.max_audio_seconds,
         lowering_shortcuts=not args.no_lowering_shortcuts,
     )
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that the export's clean-up runs (the default action kills at once)."""
+
+
+def _terminate(signum, frame) -> None:
+    raise _Terminated()
+
+
+@contextmanager
+def _sigterm_cleans_up():
+    """While active (in the main thread), SIGTERM raises ``_Terminated``, so that a terminated export cleans up as
+    an interrupted one does (``export_pte`` removes the folder it created); the previous handler comes back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _print(line: str) -> None:
@@ -174,7 +203,14 @@ def main(argv: list[str] | None = None) -> int:
         lines = resolve_cpu_recipe(args, cpu)
         for line in lines:
             print(line, file=sys.stderr if line.startswith("warning") else sys.stdout, flush=True)
-        report = export_pte(args.model, options_from_args(args), progress=_print)
+        options = options_from_args(args)
+        if args.qparams is not None and not options.uses_qparams:
+            raise ValueError(
+                f"--qparams {args.qparams} applies to fpa4w and fpa8w only, and no part uses them (encoder "
+                f"{options.plan['encoder']}, decoder and joint {options.plan['decoder']}): leave it out"
+            )
+        with _sigterm_cleans_up():
+            report = export_pte(args.model, options, progress=_print)
         out_dir = report.output_dir
         content = report.as_json()
         content["stage_seconds"] = {name: round(seconds, 3) for name, seconds in report.stage_seconds().items()}
@@ -184,6 +220,12 @@ def main(argv: list[str] | None = None) -> int:
     except (BackendError, ModelLoadError, RecipeError, ValueError) as exc:
         print(f"parakeet-export: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("parakeet-export: interrupted; no .pte was written", file=sys.stderr)
+        return 130
+    except _Terminated:
+        print("parakeet-export: terminated; no .pte was written", file=sys.stderr)
+        return 143
     except OSError as exc:  # e.g. the disk filled up while serializing; write_atomically left no partial file
         print(f"parakeet-export: error: cannot write the export into {args.output_dir}: {exc}", file=sys.stderr)
         return 2

@@ -11,6 +11,32 @@ class ModelLoadError(RuntimeError):
     """The checkpoint could not be loaded, or it is not a Parakeet-style TDT model."""
 
 
+def check_model_source(model: str) -> None:
+    """Check ``model`` as far as can be done without NeMo (importing it takes seconds): a local path must be an
+    existing tar archive (a ``.nemo`` is one, written by NeMo's ``save_to``, compressed or not); anything else must
+    look like a Hugging Face id (``owner/name``).
+
+    Raises:
+        ModelLoadError: a missing file, a file that is not a .nemo archive, or neither a path nor an id.
+    """
+    import tarfile
+
+    path = Path(model)
+    if model.endswith(".nemo") or path.exists():
+        if not path.is_file():
+            raise ModelLoadError(f"model file not found: {model}. Pass a .nemo file or a Hugging Face id.")
+        if not tarfile.is_tarfile(path):
+            raise ModelLoadError(
+                f"{model} is not a .nemo checkpoint (a .nemo is a tar archive written by NeMo's save_to): pass "
+                "the .nemo file itself, or a Hugging Face id such as nvidia/parakeet-tdt-0.6b-v3"
+            )
+    elif "/" not in model:
+        raise ModelLoadError(
+            f"--model {model!r} is neither an existing .nemo file nor a Hugging Face id such as "
+            "nvidia/parakeet-tdt-0.6b-v3"
+        )
+
+
 def load_nemo_model(model: str):
     """Load a TDT ``ASRModel`` on CPU in eval mode.
 
@@ -21,22 +47,16 @@ def load_nemo_model(model: str):
         ModelLoadError: missing file, hub unreachable (the message names the id and says to pass a local .nemo),
             or a checkpoint that is not a TDT transducer.
     """
+    check_model_source(model)
     from nemo.collections.asr.models import ASRModel
 
     path = Path(model)
     if model.endswith(".nemo") or path.exists():
-        if not path.is_file():
-            raise ModelLoadError(f"model file not found: {model}. Pass a .nemo file or a Hugging Face id.")
         try:
             nemo_model = ASRModel.restore_from(str(path), map_location="cpu")
         except Exception as exc:
             raise ModelLoadError(f"cannot load {model} as a NeMo checkpoint: {exc}") from exc
     else:
-        if "/" not in model:
-            raise ModelLoadError(
-                f"--model {model!r} is neither an existing .nemo file nor a Hugging Face id "
-                "such as nvidia/parakeet-tdt-0.6b-v3"
-            )
         try:
             nemo_model = ASRModel.from_pretrained(model, map_location="cpu")
         except Exception as exc:
