@@ -259,6 +259,24 @@ def test_truncated_pte_says_what_the_error_code_means(exported_xnnpack, jfk_path
     assert "[program.cpp" not in err, "the runtime's raw log line belongs in the message, not on its own"
 
 
+def test_empty_pte_is_named_as_empty(exported_xnnpack, jfk_path, tmp_path, capfd):
+    (tmp_path / "model.pte").write_bytes(b"")
+    (tmp_path / "tokenizer.model").write_bytes((exported_xnnpack / "tokenizer.model").read_bytes())
+    assert transcribe_main(["--model", str(tmp_path / "model.pte"), str(jfk_path)]) == 2
+    [line] = error_lines(capfd.readouterr().err)
+    assert line.endswith("model.pte is empty (0 bytes): export it again with parakeet-export")
+
+
+def test_a_method_that_fails_verification_is_called_damaged():
+    from parakeet_executorch.runtime.et_errors import explain
+    from parakeet_executorch.runtime.pte_checks import method_load_hint
+
+    damaged = explain("Failed to load method preprocessor, error: 0x23", "Arg index 16713426 >= 2139")
+    assert "damaged or truncated: export it again" in method_load_hint(damaged)
+    missing = explain("Failed to load method encoder, error: 0x14", "Missing operator: torchao::x.out")
+    assert "backend or kernel library this runtime lacks" in method_load_hint(missing)
+
+
 def test_error_tables_cover_executorchs_error_codes():
     """Both runners' tables list exactly executorch's Error enum, with the same words."""
     import executorch

@@ -781,6 +781,14 @@ def test_pte_without_fingerprint_loads_with_one_warning(
     assert proc.stdout == f"{jfk_path}\t{text}\n{jfk_path}\t{text}\n"
 
 
+def test_empty_pte_is_named_as_empty(runner, exported_xnnpack, tmp_path, jfk_path):
+    (tmp_path / "model.pte").write_bytes(b"")
+    proc = run_runner(
+        runner, None, jfk_path, model=tmp_path / "model.pte", tokenizer=exported_xnnpack / "tokenizer.model"
+    )
+    assert_clean_error(proc, "model.pte is empty (0 bytes): export it again with parakeet-export")
+
+
 @pytest.mark.slow
 def test_truncated_pte_says_what_the_error_code_means(runner, exported_xnnpack, tmp_path, jfk_path):
     data = (exported_xnnpack / "model.pte").read_bytes()

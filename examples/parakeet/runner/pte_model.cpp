@@ -143,6 +143,9 @@ PteModel::PteModel(const std::string& path, const std::optional<std::string>& da
   if (!std::filesystem::is_regular_file(path, ec)) {
     throw PteModelError("model file not found: " + path + ". Export one with parakeet-export.");
   }
+  if (std::filesystem::file_size(path, ec) == 0 && !ec) {
+    throw PteModelError("model file " + path + " is empty (0 bytes): export it again with parakeet-export");
+  }
   if (data_path && !std::filesystem::is_regular_file(*data_path, ec)) {
     throw PteModelError("data file not found: " + *data_path +
                         ". Pass the .ptd written next to the .pte, or drop --data_path.");
@@ -214,8 +217,12 @@ PteModel::PteModel(const std::string& path, const std::optional<std::string>& da
   // the first transcription, and reports a missing kernel before any audio is read.
   for (const auto& name : required_methods()) {
     if (const Error e = module_->load_method(name); e != Error::Ok) {
-      throw PteModelError("cannot load method " + name + " of " + path + " (" + runtime_detail(e) +
-                          "); the .pte may need a backend or kernel library this runner was not built with");
+      // A damaged file fails verification as InvalidProgram; anything else is most often a kernel or backend
+      // the program names that this runner lacks.
+      const char* hint = e == Error::InvalidProgram
+                             ? "); the .pte is damaged or truncated: export it again with parakeet-export"
+                             : "); the .pte may need a backend or kernel library this runner was not built with";
+      throw PteModelError("cannot load method " + name + " of " + path + " (" + runtime_detail(e) + hint);
     }
   }
   state_dtype_ = input_dtype("decoder_step", 1);

@@ -18,12 +18,13 @@ import importlib.util
 import os
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from ..pte_format import REQUIRED_METHODS
-from .pte_checks import PteModelError, checked_pte_path, metadata_of, uses_lowbit_ops
+from .pte_checks import PteModelError, checked_pte_path, metadata_of, method_load_hint, uses_lowbit_ops
 from .runtime_log import RuntimeLog
 
 #: Environment variable naming a build of the library (a path).
@@ -234,7 +235,7 @@ class NativePteModel:
             self._replayed_or_raise(
                 ok,
                 f"cannot load method {name} of {path}",
-                "; the .pte may need a backend or kernel library this runtime lacks",
+                method_load_hint,
             )
 
     def __del__(self):
@@ -242,10 +243,11 @@ class NativePteModel:
             _LIB.pk_close(self._handle)
             self._handle = None
 
-    def _replayed_or_raise(self, ok: bool, what: str, fix: str) -> None:
+    def _replayed_or_raise(self, ok: bool, what: str, fix: str | Callable[[str], str]) -> None:
         log = _take_log()
         if not ok:
-            raise PteModelError(f"{what} ({_error()}){fix}")
+            detail = _error()
+            raise PteModelError(f"{what} ({detail}){fix if isinstance(fix, str) else fix(detail)}")
         log.replay()
 
     def _execute(self, name: str, inputs: list[np.ndarray]) -> list:

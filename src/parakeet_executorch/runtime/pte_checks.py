@@ -26,7 +26,18 @@ def checked_pte_path(path: str | Path) -> Path:
         raise PteModelError(f"model path {path} is a folder, not a .pte: pass the model.pte inside it")
     if not path.is_file():
         raise PteModelError(f"model file not found: {path}. Export one with parakeet-export.")
+    if path.stat().st_size == 0:
+        raise PteModelError(f"model file {path} is empty (0 bytes): export it again with parakeet-export")
     return path
+
+
+def method_load_hint(detail: str) -> str:
+    """What to tell the user after a method failed to load, from the runtime's error ``detail``
+    (``et_errors.explain``'s text, which names the code): a damaged file for InvalidProgram (0x23), else a backend
+    or kernel library the runtime lacks (OperatorMissing, a delegate that cannot initialise)."""
+    if "0x23" in detail or "InvalidProgram" in detail:
+        return "; the .pte is damaged or truncated: export it again with parakeet-export"
+    return "; the .pte may need a backend or kernel library this runtime lacks"
 
 
 def metadata_of(path: Path, names: set[str], constant: Callable[[str], object]) -> ModelMetadata:

@@ -3,6 +3,7 @@ methods and metadata. ``native_pte_model`` is the same interface without torch."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,7 @@ import torch
 
 from ..pte_format import REQUIRED_METHODS
 from .et_errors import explain
-from .pte_checks import PteModelError, checked_pte_path, metadata_of, uses_lowbit_ops
+from .pte_checks import PteModelError, checked_pte_path, metadata_of, method_load_hint, uses_lowbit_ops
 from .runtime_log import captured_runtime_log
 
 
@@ -43,13 +44,13 @@ class PteModel:
             name: self._loaded(
                 lambda name=name: self._program.load_method(name),
                 f"cannot load method {name} of {path}",
-                "; the .pte may need a backend or kernel library this runtime lacks",
+                method_load_hint,
             )
             for name in REQUIRED_METHODS
         }
 
     @staticmethod
-    def _loaded(load, what: str, fix: str):
+    def _loaded(load, what: str, fix: str | Callable[[str], str]):
         """``load()`` (a load or an execute) with the runtime's log captured: replayed on success, folded into
         PteModelError on failure."""
         with captured_runtime_log() as log:
@@ -58,7 +59,8 @@ class PteModel:
             except Exception as exc:  # the runtime raises RuntimeError (and ValueError for some loaders)
                 result, error = None, exc
         if error is not None:
-            raise PteModelError(f"{what} ({explain(str(error), log.last_message)}){fix}") from error
+            detail = explain(str(error), log.last_message)
+            raise PteModelError(f"{what} ({detail}){fix if isinstance(fix, str) else fix(detail)}") from error
         log.replay()
         return result
 
