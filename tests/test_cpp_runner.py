@@ -879,6 +879,10 @@ def test_threads_sets_the_pool_and_keeps_the_transcript(runner, exported_xnnpack
     assert proc.returncode == 0, proc.stderr
     assert re.search(rf"load: [0-9.]+ s, {threads} CPU threads\n", proc.stderr), proc.stderr
     assert json.loads(proc.stdout) == json.loads(default.stdout)
+    from parakeet_executorch.runtime.threads import oversubscription_warning
+
+    warning = oversubscription_warning(threads)  # the Python runner's words: the same in both
+    assert (f"parakeet_runner: warning: {warning}\n" in proc.stderr) if warning else ("warning" not in proc.stderr)
 
 
 @pytest.mark.slow

@@ -8,7 +8,14 @@ import re
 import pytest
 
 from parakeet_executorch.runtime.cli import main as transcribe_main
-from parakeet_executorch.runtime.threads import MAX_THREADS, ThreadsError, cpu_threads, set_cpu_threads
+from parakeet_executorch.runtime.threads import (
+    MAX_THREADS,
+    ThreadsError,
+    available_cpus,
+    cpu_threads,
+    oversubscription_warning,
+    set_cpu_threads,
+)
 
 
 @pytest.mark.parametrize("threads", [1, 3])
@@ -22,6 +29,20 @@ def test_threads_resizes_the_pool_for_the_run_and_restores_it(exported_xnnpack, 
     assert re.search(rf"load: [0-9.]+ s, {threads} CPU threads, (native|pybind) runtime\n", got.err), got.err
     assert json.loads(got.out) == json.loads(default.out)
     assert cpu_threads() == before  # main() called in-process leaves the pool as it found it
+    warning = oversubscription_warning(threads)
+    assert (warning is not None) == (threads > available_cpus())
+    assert (f"parakeet-transcribe: warning: {warning}\n" in got.err) if warning else ("warning" not in got.err)
+
+
+def test_more_threads_than_cpus_is_warned_about(monkeypatch):
+    from parakeet_executorch.runtime import threads
+
+    monkeypatch.setattr(threads, "available_cpus", lambda: 2)
+    assert threads.oversubscription_warning(2) is None
+    assert threads.oversubscription_warning(1000) == (
+        "--threads 1000 is more than the 2 CPUs this process may use; the extra threads only take turns on the "
+        "same cores (slower): use --threads 2 or fewer"
+    )
 
 
 @pytest.mark.parametrize("threads", [0, -1, MAX_THREADS + 1])

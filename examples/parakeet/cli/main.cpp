@@ -128,7 +128,10 @@ std::optional<parakeet::Transcript> transcribe_file(parakeet::Transcriber& trans
 int run(const parakeet::cli::Options& opt) {
   using clock = std::chrono::steady_clock;
   parakeet::set_runtime_logging(opt.verbose);
-  if (opt.threads > 0) parakeet::set_cpu_threads(opt.threads);  // before the first method runs on the pool
+  if (opt.threads > 0) {
+    parakeet::set_cpu_threads(opt.threads);  // before the first method runs on the pool
+    if (const std::string w = parakeet::oversubscription_warning(opt.threads); !w.empty()) warn(w);
+  }
   const auto t0 = clock::now();
   parakeet::PteModel model(opt.model_path, opt.data_path);
   parakeet::Tokenizer tokenizer(opt.tokenizer_path);

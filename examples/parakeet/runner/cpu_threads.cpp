@@ -3,6 +3,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <thread>
+
+#if defined(__linux__)
+#include <sched.h>
+#endif
 
 #include "errors.h"
 
@@ -44,6 +49,23 @@ void set_cpu_threads(int threads) {
 #else
   throw RunnerError("this ExecuTorch was built without a thread pool; leave the thread count at its default");
 #endif
+}
+
+int available_cpus() {
+#if defined(__linux__)
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+#endif
+  const unsigned n = std::thread::hardware_concurrency();
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
+std::string oversubscription_warning(int threads) {
+  const int cpus = available_cpus();
+  if (threads <= cpus) return "";
+  return "--threads " + std::to_string(threads) + " is more than the " + std::to_string(cpus) + " CPU" +
+         (cpus != 1 ? "s" : "") + " this process may use; the extra threads only take turns on the same cores " +
+         "(slower): use --threads " + std::to_string(cpus) + " or fewer";
 }
 
 }  // namespace parakeet

@@ -3,6 +3,8 @@
 // Python runner sets the same pool (runtime/threads.py).
 #pragma once
 
+#include <string>
+
 namespace parakeet {
 
 // The pool's size now, or 0 when this ExecuTorch was built without a thread pool.
@@ -12,5 +14,12 @@ int cpu_threads();
 // model runs: resizing while a method runs on the pool is unsafe. Throws RunnerError when `threads` < 1, when this
 // ExecuTorch has no thread pool, or when the pool refuses the size.
 void set_cpu_threads(int threads);
+
+// CPUs this process may run on (its affinity mask on Linux, else the machine's count).
+int available_cpus();
+
+// A one-line warning when `threads` exceeds available_cpus() (the extra threads only take turns on the same cores),
+// else "". The same words as the Python runner's (runtime/threads.py).
+std::string oversubscription_warning(int threads);
 
 }  // namespace parakeet

@@ -319,12 +319,15 @@ def main(argv: list[str] | None = None) -> int:
     # without). The native runtime never imports torch.
     runtime = resolve_runtime(args.runtime)
     torch_threads = _torch_threads(1) if runtime == "pybind" else None
-    from .threads import ThreadsError, set_cpu_threads
+    from .threads import ThreadsError, oversubscription_warning, set_cpu_threads
 
     pool_threads = cpu_threads(runtime) if args.threads is not None else None
     try:
         if args.threads is not None:
             set_cpu_threads(args.threads, runtime)
+            warning = oversubscription_warning(args.threads)
+            if warning:
+                print(f"{PROG}: warning: {warning}", file=sys.stderr)
         return _transcribe(args, options, non_finite, live)
     except ThreadsError as exc:
         print(f"{PROG}: error: --threads: {exc}", file=sys.stderr)
