@@ -902,6 +902,12 @@ def test_default_contexts_on_a_pte_with_a_smaller_bound(runner, tiny_nemo, expor
     assert code == py_code == 2 and cpp_out == py_out == ""
     assert "leaves no chunk beside 10 s of left and 10 s of right context" in cpp_err.splitlines()[-1]
     assert cpp_err.splitlines()[-1].split("error: ", 1)[1] == py_err.splitlines()[-1].split("error: ", 1)[1]
+    args = ["--left_context_seconds", "nan"]  # not a context that "leaves no chunk"
+    code, cpp_out, cpp_err = cpp_cli(runner, folder, long_clips["16k"], args)
+    py_code, py_out, py_err = python_cli(transcriber, long_clips["16k"], args)
+    assert code == py_code == 2 and cpp_out == py_out == ""
+    assert cpp_err.splitlines()[-1].endswith("--left_context_seconds must be a non-negative number of seconds, got nan")
+    assert py_err.splitlines()[-1].endswith("--left-context-seconds must be a non-negative number of seconds, got nan")
 
 
 @pytest.mark.slow

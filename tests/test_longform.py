@@ -276,6 +276,9 @@ def test_default_chunk_fills_the_bound(transcriber_xnnpack, exported_20s):
         _ = default.window_seconds
     with pytest.raises(ContextError, match="at most 20.00 s, which leaves no chunk beside 10 s of left and 10 s"):
         LongFormOptions(10.0, None, 10.0).for_model(meta20)
+    for left, right, flag in ((float("nan"), 2.0, "left"), (4.0, float("inf"), "right"), (-1.0, 2.0, "left")):
+        with pytest.raises(ContextError, match=f"^--{flag}-context-seconds must be a non-negative number of seconds"):
+            LongFormOptions(left, None, right).for_model(meta20)
 
 
 def test_default_contexts_work_on_a_pte_with_a_smaller_bound(exported_20s, long_jfk):

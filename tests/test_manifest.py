@@ -295,6 +295,15 @@ def test_output_that_cannot_take_results_is_refused_before_anything_runs(
     assert kind != "no folder" or not out.parent.exists()
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc, which takes no new files")
+def test_output_the_os_refuses_is_one_line_that_names_the_file(exported_xnnpack, corpus, tmp_path, capsys):
+    manifest = one_clip_manifest(corpus, tmp_path)
+    assert run(exported_xnnpack, manifest, Path("/proc/parakeet-out.jsonl")) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"{PROG}: error: cannot open /proc/parakeet-out.jsonl: ")
+    assert "Errno" not in err[0] and err[0].endswith("pick a path in a folder you can write to")
+
+
 def test_output_holding_other_content_or_audio_is_refused_untouched(exported_xnnpack, corpus, tmp_path, capsys):
     manifest = one_clip_manifest(corpus, tmp_path)
     notes = tmp_path / "notes.txt"

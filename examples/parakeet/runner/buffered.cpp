@@ -38,15 +38,17 @@ std::string python_str(double v) {
   return python_float(v);
 }
 
+void check_context_seconds(const char* name, double value) {
+  if (!std::isfinite(value) || value < 0) {
+    throw ContextError(std::string(name) + " must be a non-negative number of seconds, got " + python_str(value));
+  }
+}
+
 ContextSize ContextSize::from_seconds(double left, double chunk, double right, double window_stride,
                                       int64_t subsampling_factor) {
   const std::pair<const char*, double> sizes[] = {
       {"--left_context_seconds", left}, {"--chunk_seconds", chunk}, {"--right_context_seconds", right}};
-  for (const auto& [name, value] : sizes) {
-    if (!std::isfinite(value) || value < 0) {
-      throw ContextError(std::string(name) + " must be a non-negative number of seconds, got " + python_str(value));
-    }
-  }
+  for (const auto& [name, value] : sizes) check_context_seconds(name, value);
   // Same operations in the same order as the Python runner (and NeMo's script), so the rounding agrees.
   const double features_per_second = 1.0 / window_stride;
   const auto frames = [&](double s) {

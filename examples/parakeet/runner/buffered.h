@@ -28,6 +28,9 @@ struct ContextError : PteModelError {
   using PteModelError::PteModelError;
 };
 
+// Throws ContextError naming the flag `name` unless `value` is a finite number of seconds >= 0.
+void check_context_seconds(const char* name, double value);
+
 // Left context, chunk and right context in encoder frames (NeMo's ContextSize).
 struct ContextSize {
   int64_t left = 0;

@@ -49,6 +49,9 @@ class ProgressBar {
 
 LongFormOptions LongFormOptions::for_model(const ModelMetadata& meta) const {
   if (chunk_seconds) return *this;
+  // Before the sizes are subtracted: a NaN context would otherwise read as one that leaves no chunk.
+  check_context_seconds("--left_context_seconds", left_context_seconds);
+  check_context_seconds("--right_context_seconds", right_context_seconds);
   const double bound = static_cast<double>(meta.max_audio_samples) / static_cast<double>(meta.sample_rate);
   const double chunk = bound - left_context_seconds - right_context_seconds;
   if (!(chunk >= meta.window_stride * static_cast<double>(meta.subsampling_factor))) {

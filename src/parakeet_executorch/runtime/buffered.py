@@ -37,6 +37,12 @@ class ContextError(PteModelError):
     """Context sizes that are negative, shorter than one encoder frame, or a window the .pte cannot take."""
 
 
+def check_context_seconds(name: str, value: float) -> None:
+    """Raise ``ContextError`` naming the flag ``name`` unless ``value`` is a finite number of seconds >= 0."""
+    if not np.isfinite(value) or value < 0:
+        raise ContextError(f"{name} must be a non-negative number of seconds, got {value}")
+
+
 @dataclass(frozen=True)
 class ContextSize:
     """Left context, chunk and right context of buffered decoding, in encoder frames (NeMo's ``ContextSize``)."""
@@ -64,8 +70,7 @@ class ContextSize:
             ("--chunk-seconds", chunk),
             ("--right-context-seconds", right),
         ):
-            if not np.isfinite(value) or value < 0:
-                raise ContextError(f"{name} must be a non-negative number of seconds, got {value}")
+            check_context_seconds(name, value)
         features_per_second = 1.0 / window_stride
         frames = [int(s * features_per_second / subsampling_factor) for s in (left, chunk, right)]
         frame_seconds = window_stride * subsampling_factor

@@ -7,7 +7,7 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .buffered import BufferedDecoder, ContextError, ContextSize, transcribe_buffered
+from .buffered import BufferedDecoder, ContextError, ContextSize, check_context_seconds, transcribe_buffered
 
 # Files: 4 s of left and 2 s of right context, and the chunk (None) as long as the .pte's bound allows: 34 s in the
 # default 40 s bound, so that the contexts cost 6 s of encoder work per 34 s decoded, and a .pte exported with a
@@ -45,6 +45,9 @@ class LongFormOptions:
         """
         if self.chunk_seconds is not None:
             return self
+        # Before the sizes are subtracted: a NaN context would otherwise read as one that leaves no chunk.
+        check_context_seconds("--left-context-seconds", self.left_context_seconds)
+        check_context_seconds("--right-context-seconds", self.right_context_seconds)
         bound = meta.max_audio_samples / meta.sample_rate
         chunk = bound - self.left_context_seconds - self.right_context_seconds
         if not chunk >= meta.window_stride * meta.subsampling_factor:

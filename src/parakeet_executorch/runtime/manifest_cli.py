@@ -59,7 +59,14 @@ def run_manifest(args, options: LongFormOptions, non_finite: str) -> int:
             file=sys.stderr,
         )
         return 130
-    except (ManifestError, TokenizerError, PteModelError, WorkerError, OSError) as exc:
+    except OSError as exc:  # e.g. --output under /proc or /sys, which the path checks cannot foresee
+        what = f"cannot open {exc.filename}" if exc.filename else "a file operation failed"
+        print(
+            f"{PROG}: error: {what}: {exc.strerror or exc}; pick a path in a folder you can write to",
+            file=sys.stderr,
+        )
+        return 2
+    except (ManifestError, TokenizerError, PteModelError, WorkerError) as exc:
         print(f"{PROG}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     if not args.quiet:
