@@ -76,24 +76,37 @@ def test_pte_fpa4w_runs_and_equals_eager(kernels, xnnpack, tmp_path):
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="lists the process's threads from Linux's /proc")
 def test_pte_runs_on_executorch_thread_pool(kernels, tmp_path):
     """The kernels run on ExecuTorch's own thread pool (the one XNNPACK's delegate uses) and start no thread of
-    their own; the pool's size changes nothing in the result's bits."""
-    from executorch.extension.pybindings import portable_lib
+    their own; the pool's size changes nothing in the result's bits.
+
+    In a process of its own: resizing the pool (``_unsafe_reset_threadpool``) replaces it, and an XNNPACK program
+    loaded earlier in this process keeps the old one (a crash at its next call)."""
+    import subprocess
+    import sys
 
     m, _, path = _export_pte(4, 32, False, tmp_path)  # portable: the only threads it could start are the kernels'
     x = torch.randn(512, 64)  # 512 x 64 x 256 multiply-adds: above the kernels' one-thread cut-off (0.5 M)
-    expected = m(x)  # torch's own threads start here, before the count
-    size = portable_lib._threadpool_get_thread_count()  # creates ExecuTorch's pool (and its threads) if not yet
-    try:
-        portable_lib._unsafe_reset_threadpool(2)
-        threads = set(os.listdir("/proc/self/task"))
-        y2 = _run(path, x)
-        assert set(os.listdir("/proc/self/task")) <= threads
-        portable_lib._unsafe_reset_threadpool(1)
-        y1 = _run(path, x)
-    finally:
-        portable_lib._unsafe_reset_threadpool(size)
+    torch.save(x, tmp_path / "x.pt")
+    script = f"""
+import os, torch
+from executorch.extension.pybindings import portable_lib
+from executorch.runtime import Runtime
+from fpa_lowbit import executorch_kernels
+executorch_kernels.load()
+x = torch.load({str(tmp_path / "x.pt")!r})
+program = Runtime.get().load_program({str(path)!r})
+portable_lib._unsafe_reset_threadpool(2)  # before the first call: no method holds the pool yet
+threads = set(os.listdir("/proc/self/task"))
+y2 = program.load_method("forward").execute([x])[0]
+assert set(os.listdir("/proc/self/task")) <= threads, "the kernels started threads of their own"
+portable_lib._unsafe_reset_threadpool(1)
+y1 = Runtime.get().load_program({str(path)!r}).load_method("forward").execute([x])[0]
+torch.save((y1, y2), {str(tmp_path / "y.pt")!r})
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    y1, y2 = torch.load(tmp_path / "y.pt")
     assert torch.equal(y1, y2)
-    torch.testing.assert_close(y2, expected, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(y2, m(x), atol=1e-4, rtol=1e-4)
 
 
 def test_pte_keeps_weights_4bit(kernels, tmp_path):
