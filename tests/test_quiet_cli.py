@@ -17,22 +17,25 @@ def _run(tmp_path, module, *args):
 
 
 def test_export_error_is_shown_and_library_chatter_is_not(tmp_path):
-    """A missing model: NeMo is imported (its logger, OneLogger, torchao and torch chatter) before the path is
-    checked. stderr holds only the one-line error; the log holds the chatter; -v shows it."""
-    missing = str(tmp_path / "missing.nemo")
-    r = _run(tmp_path, "parakeet_executorch.export.cli", "--model", missing, "--output-dir", str(tmp_path / "o"))
+    """A .nemo that is a tar archive but no checkpoint: NeMo is imported (its logger, OneLogger, torchao and torch
+    chatter) before it fails. stderr holds only the one-line error; the log holds the chatter; -v shows it."""
+    import tarfile
+
+    bad = tmp_path / "empty.nemo"
+    with tarfile.open(bad, "w"):
+        pass
+    r = _run(tmp_path, "parakeet_executorch.export.cli", "--model", str(bad), "--output-dir", str(tmp_path / "o"))
     assert r.returncode == 2
     log = tmp_path / "cache" / "logs" / "parakeet-export.log"
-    assert r.stderr.splitlines() == [
-        f"parakeet-export: error: model file not found: {missing}. Pass a .nemo file or a Hugging Face id.",
-    ], r.stderr
+    [line] = r.stderr.splitlines()
+    assert line.startswith(f"parakeet-export: error: cannot load {bad} as a NeMo checkpoint"), r.stderr
     assert "[NeMo" not in r.stdout
     assert "Failed to load" in log.read_text()
     verbose = _run(
-        tmp_path, "parakeet_executorch.export.cli", "-v", "--model", missing, "--output-dir", str(tmp_path / "o")
+        tmp_path, "parakeet_executorch.export.cli", "-v", "--model", str(bad), "--output-dir", str(tmp_path / "o")
     )
     assert verbose.returncode == 2 and "Failed to load" in verbose.stderr
-    assert "model file not found" in verbose.stderr
+    assert f"cannot load {bad} as a NeMo checkpoint" in verbose.stderr
 
 
 @pytest.mark.parametrize("threads", [None, 1], ids=["default-threads", "threads-1"])

@@ -152,10 +152,10 @@ def export_pte(
     from .output_dir import prepare_output_dir, remove_created
 
     options.check()
-    check_model_source(str(source))
     out_dir = Path(options.output_dir)
     created = prepare_output_dir(out_dir)
     try:
+        check_model_source(str(source))
         return _Export(str(source), options, out_dir, progress or (lambda line: None)).run()
     except BaseException:
         remove_created(created)

@@ -123,10 +123,14 @@ def _sigterm_cleans_up():
         yield
         return
     previous = signal.signal(signal.SIGTERM, _terminate)
+    # Ctrl-C raises KeyboardInterrupt even where the process started with SIGINT ignored or at its default (a
+    # background job of a non-interactive shell: CI), where it would otherwise be ignored or kill without clean-up.
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
 
 
 def _print(line: str) -> None:
