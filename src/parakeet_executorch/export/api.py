@@ -82,6 +82,13 @@ class ExportOptions:
         """Whether any part (the embedding included) is quantized."""
         return any(recipe != "none" for recipe in self.plan.values()) or self.quantize_embedding != "none"
 
+    def unused_qparams_error(self, qparams: str) -> str:
+        """The message for ``--qparams qparams`` given where no part uses it (``uses_qparams`` is False)."""
+        return (
+            f"--qparams {qparams} applies to {' and '.join(QPARAMS_RECIPES)} only, and no part uses them "
+            f"({self._plan_text()}): leave it out"
+        )
+
     def _plan_text(self) -> str:
         return f"encoder {self.plan['encoder']}, decoder and joint {self.plan['decoder']}"
 
@@ -106,10 +113,7 @@ class ExportOptions:
         if self.qparams not in QPARAMS:
             raise ValueError(f"--qparams must be one of {', '.join(QPARAMS)}, got {self.qparams!r}")
         if self.qparams != "hqq" and not self.uses_qparams:
-            raise ValueError(
-                f"--qparams {self.qparams} applies to {' and '.join(QPARAMS_RECIPES)} only, and no part uses them "
-                f"({self._plan_text()}): leave it out"
-            )
+            raise ValueError(self.unused_qparams_error(self.qparams))
         if self.group_size is not None and not self.quantizes_anything:
             raise ValueError(
                 f"--group-size {self.group_size} is for a quantization recipe, and nothing is quantized "

@@ -208,11 +208,8 @@ def main(argv: list[str] | None = None) -> int:
         for line in lines:
             print(line, file=sys.stderr if line.startswith("warning") else sys.stdout, flush=True)
         options = options_from_args(args)
-        if args.qparams is not None and not options.uses_qparams:
-            raise ValueError(
-                f"--qparams {args.qparams} applies to fpa4w and fpa8w only, and no part uses them (encoder "
-                f"{options.plan['encoder']}, decoder and joint {options.plan['decoder']}): leave it out"
-            )
+        if args.qparams is not None and not options.uses_qparams:  # "hqq" given explicitly: check() allows it
+            raise ValueError(options.unused_qparams_error(args.qparams))
         with _sigterm_cleans_up():
             report = export_pte(args.model, options, progress=_print)
         out_dir = report.output_dir
