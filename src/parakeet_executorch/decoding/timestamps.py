@@ -141,13 +141,18 @@ def _next_visible_text(spans: Sequence[Span], i: int) -> str | None:
     return None
 
 
+def closes_segment(word: str) -> bool:
+    """Whether a word ends a segment: it ends in (or is) one of . ? ! (NeMo's ``get_segment_offsets``)."""
+    return bool(word) and (word[-1] in SEGMENT_SEPARATORS or word in SEGMENT_SEPARATORS)
+
+
 def segment_spans(words: Sequence[Span]) -> list[Span]:
     """Group words into segments closed by a word ending in . ? or ! (NeMo's ``get_segment_offsets``)."""
     segments: list[Span] = []
     current: list[str] = []
     first = 0
     for i, word in enumerate(words):
-        if word.text and (word.text[-1] in SEGMENT_SEPARATORS or word.text in SEGMENT_SEPARATORS):
+        if closes_segment(word.text):
             current.append(word.text)
             segments.append(Span(" ".join(current), words[first].start_offset, word.end_offset))
             current, first = [], i + 1

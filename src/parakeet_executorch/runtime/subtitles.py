@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..decoding.timestamps import SEGMENT_SEPARATORS, Span
+from ..decoding.timestamps import Span, closes_segment
 
 
 @dataclass(frozen=True)
@@ -33,11 +33,6 @@ class CueRules:
 
 
 DEFAULT_RULES = CueRules()
-
-
-def _closes_segment(text: str) -> bool:
-    # The rule of timestamps.segment_spans (NeMo's get_segment_offsets).
-    return bool(text) and (text[-1] in SEGMENT_SEPARATORS or text in SEGMENT_SEPARATORS)
 
 
 def subtitle_cues(words: Sequence[Span], rules: CueRules = DEFAULT_RULES) -> list[Span]:
@@ -75,7 +70,7 @@ def subtitle_cues(words: Sequence[Span], rules: CueRules = DEFAULT_RULES) -> lis
             ):
                 close()
         current.append(word)
-        if _closes_segment(word.text):
+        if closes_segment(word.text):
             close()
     close()
     return cues
